@@ -1,0 +1,41 @@
+"""orbitmq: a RocketMQ-architecture message queue in Python.
+
+The blocking client facade (`Producer`, `PushConsumer`, `LitePullConsumer`, `Message`) is exported
+lazily so that `import orbitmq` stays cheap for the servers and the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Message": "orbitmq.message.model",
+    "MessageExt": "orbitmq.message.model",
+    "MessageQueue": "orbitmq.message.model",
+    "Producer": "orbitmq.client.blocking",
+    "PushConsumer": "orbitmq.client.blocking",
+    "LitePullConsumer": "orbitmq.client.blocking",
+    "TransactionProducer": "orbitmq.client.blocking",
+}
+
+__all__ = [
+    "LitePullConsumer",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "Producer",
+    "PushConsumer",
+    "TransactionProducer",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'orbitmq' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)

@@ -1,0 +1,1 @@
+"""orbitmq.admin (see ARCHITECTURE.md)."""

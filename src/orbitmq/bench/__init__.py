@@ -1,0 +1,1 @@
+"""orbitmq.bench (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""orbitmq.broker (see ARCHITECTURE.md)."""

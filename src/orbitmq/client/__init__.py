@@ -1,0 +1,1 @@
+"""orbitmq.client (see ARCHITECTURE.md)."""

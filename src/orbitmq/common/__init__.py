@@ -1,0 +1,1 @@
+"""Leaf utilities shared by every layer: the error hierarchy and the injectable clock."""

@@ -1,0 +1,1 @@
+"""orbitmq.message (see ARCHITECTURE.md)."""

@@ -1,0 +1,79 @@
+"""Property names (RocketMQ 4.9.7 MessageConst) and the names users may not set themselves."""
+
+from __future__ import annotations
+
+from typing import Final
+
+KEYS: Final = "KEYS"
+TAGS: Final = "TAGS"
+WAIT: Final = "WAIT"
+DELAY: Final = "DELAY"
+RETRY_TOPIC: Final = "RETRY_TOPIC"
+REAL_TOPIC: Final = "REAL_TOPIC"
+REAL_QID: Final = "REAL_QID"
+TRAN_MSG: Final = "TRAN_MSG"
+PGROUP: Final = "PGROUP"
+MIN_OFFSET: Final = "MIN_OFFSET"
+MAX_OFFSET: Final = "MAX_OFFSET"
+BUYER_ID: Final = "BUYER_ID"
+ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+TRANSFER_FLAG: Final = "TRANSFER_FLAG"
+CORRECTION_FLAG: Final = "CORRECTION_FLAG"
+MQ2_FLAG: Final = "MQ2_FLAG"
+RECONSUME_TIME: Final = "RECONSUME_TIME"
+MSG_REGION: Final = "MSG_REGION"
+TRACE_ON: Final = "TRACE_ON"
+UNIQ_KEY: Final = "UNIQ_KEY"
+MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+CONSUME_START_TIME: Final = "CONSUME_START_TIME"
+TRAN_PREPARED_QUEUE_OFFSET: Final = "TRAN_PREPARED_QUEUE_OFFSET"
+TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+INSTANCE_ID: Final = "INSTANCE_ID"
+CORRELATION_ID: Final = "CORRELATION_ID"
+REPLY_TO_CLIENT: Final = "REPLY_TO_CLIENT"
+TTL: Final = "TTL"
+ARRIVE_TIME: Final = "ARRIVE_TIME"
+PUSH_REPLY_TIME: Final = "PUSH_REPLY_TIME"
+CLUSTER: Final = "CLUSTER"
+MSG_TYPE: Final = "MSG_TYPE"
+INNER_MULTI_DISPATCH: Final = "INNER_MULTI_DISPATCH"
+INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
+TRANSACTION_ID: Final = "__transactionId__"
+
+# MessageConst.STRING_HASH_SET: reserved names a user property may not use.
+RESERVED: Final = frozenset(
+    {
+        KEYS,
+        TAGS,
+        WAIT,
+        DELAY,
+        RETRY_TOPIC,
+        REAL_TOPIC,
+        REAL_QID,
+        TRAN_MSG,
+        PGROUP,
+        MIN_OFFSET,
+        MAX_OFFSET,
+        BUYER_ID,
+        ORIGIN_MESSAGE_ID,
+        TRANSFER_FLAG,
+        CORRECTION_FLAG,
+        MQ2_FLAG,
+        RECONSUME_TIME,
+        MSG_REGION,
+        TRACE_ON,
+        UNIQ_KEY,
+        MAX_RECONSUME_TIMES,
+        CONSUME_START_TIME,
+        INSTANCE_ID,
+        CORRELATION_ID,
+        REPLY_TO_CLIENT,
+        TTL,
+        ARRIVE_TIME,
+        PUSH_REPLY_TIME,
+        CLUSTER,
+        MSG_TYPE,
+        INNER_MULTI_QUEUE_OFFSET,
+    }
+)

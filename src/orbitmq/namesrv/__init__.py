@@ -1,0 +1,1 @@
+"""orbitmq.namesrv (see ARCHITECTURE.md)."""

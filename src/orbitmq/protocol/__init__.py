@@ -1,0 +1,1 @@
+"""orbitmq.protocol (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""orbitmq.replication (see ARCHITECTURE.md)."""

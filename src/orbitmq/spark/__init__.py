@@ -1,0 +1,1 @@
+"""orbitmq.spark (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""orbitmq.store (see ARCHITECTURE.md)."""

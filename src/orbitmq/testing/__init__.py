@@ -1,0 +1,1 @@
+"""orbitmq.testing (see ARCHITECTURE.md)."""

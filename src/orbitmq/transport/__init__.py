@@ -1,0 +1,1 @@
+"""orbitmq.transport (see ARCHITECTURE.md)."""
