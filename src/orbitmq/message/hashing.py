@@ -1,0 +1,59 @@
+"""The hashes RocketMQ puts on disk and on the wire: Java String.hashCode and the masked CRC-32.
+
+- `java_string_hash`: `h = 31*h + c` over UTF-16 code units (a non-BMP character is two units), 32-bit
+  wrap-around, signed result. Consume-queue tag codes and index-file key hashes are built from it, so a
+  different value would make filters and key queries miss messages written by Java.
+- `crc32`: zlib CRC-32 masked with 0x7FFFFFFF, as BODYCRC in a record.
+
+Pure functions; nothing here knows about records or files.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from array import array
+from functools import lru_cache
+from typing import Final
+
+_MASK32: Final = 0xFFFFFFFF
+_BIG_ENDIAN: Final = sys.byteorder == "big"
+
+
+def _java_hash_units(units: bytes | array[int]) -> int:
+    h = 0
+    for unit in units:
+        h = (31 * h + unit) & _MASK32
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def java_string_hash(s: str) -> int:
+    """Java's `String.hashCode()` of `s`: signed 32-bit."""
+    if s.isascii():
+        # ASCII code points are their own UTF-16 units; iterating bytes yields them as ints.
+        return _java_hash_units(s.encode("ascii"))
+    # surrogatepass: a lone surrogate in a Python str is one UTF-16 unit in Java too.
+    units = array("H", s.encode("utf-16-be" if _BIG_ENDIAN else "utf-16-le", "surrogatepass"))
+    return _java_hash_units(units)
+
+
+@lru_cache(maxsize=4096)
+def tags_code(tags: str | None) -> int:
+    """The consume-queue tags code of a TAGS value: its Java hash sign-extended to 64 bits; 0 if none.
+
+    Tags repeat across messages, so the result is cached.
+    """
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+def index_key_hash(key: str) -> int:
+    """The index-file key hash of an index key (`<topic>#<key>`): abs(hashCode), Integer.MIN_VALUE -> 0."""
+    h = java_string_hash(key)
+    return 0 if h == -0x80000000 else abs(h)
+
+
+def crc32(data: bytes | bytearray | memoryview) -> int:
+    """RocketMQ's body CRC: zlib CRC-32 & 0x7FFFFFFF (never negative)."""
+    return zlib.crc32(data) & 0x7FFFFFFF

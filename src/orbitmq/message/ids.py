@@ -1,0 +1,134 @@
+"""Message ids: the broker's offset message id (fact sheet 5.5) and the client's UNIQ_KEY (5.6).
+
+- Offset id: store-host IP bytes (4 or 16) + port (int) + commit-log physical offset (long), uppercase
+  hex: 32 chars for IPv4, 56 for IPv6. It locates a message: `decode_offset_msg_id` gives the broker
+  address and the offset to look the message up by.
+- UNIQ_KEY: ip (4 bytes) + pid (low 16 bits) + a per-process random int (RocketMQ uses its class loader's
+  hash: any per-process value) + ms since the start of the current month in local time (int) + a
+  per-process counter (low 16 bits), uppercase hex, 32 chars. Peers never parse it except for
+  diagnostics, so any ip bytes are acceptable.
+
+This layer never touches sockets: the ip of a UNIQ_KEY is whatever the caller passes (the client passes
+its local address); the default is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import struct
+import threading
+import time
+from datetime import datetime
+from typing import Final, NamedTuple
+
+from orbitmq.common.errors import ClientError
+from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE, pack_host, unpack_host
+
+_LONG: Final = struct.Struct(">q")
+
+
+def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
+    """The offset message id of the record at `physical_offset` on the broker at `store_host` (pack_host)."""
+    return (bytes(store_host) + _LONG.pack(physical_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
+    """`(ip, port, physical_offset)` of an offset message id; ClientError if it is not one."""
+    if len(msg_id) not in (2 * (HOST_V4_SIZE + 8), 2 * (HOST_V6_SIZE + 8)):
+        raise ClientError(f"not an offset message id (32 or 56 hex chars expected): {msg_id!r}")
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        raise ClientError(f"not an offset message id (not hex): {msg_id!r}") from None
+    ip, port = unpack_host(raw[:-8])
+    return ip, port, _LONG.unpack(raw[-8:])[0]
+
+
+def _month_start_ms(now_ms: int) -> tuple[int, int]:
+    """(start of this month, start of next month) in epoch ms, local time."""
+    # Naive local datetimes: .timestamp() resolves each in its own UTC offset, so DST is honoured.
+    start = datetime.fromtimestamp(now_ms / 1000).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    following = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+    return int(start.timestamp() * 1000), int(following.timestamp() * 1000)
+
+
+class UniqueIdGenerator:
+    """UNIQ_KEY generator; thread-safe. One per process is enough (`new_unique_id` uses a shared one)."""
+
+    def __init__(
+        self, ip: str | bytes = "127.0.0.1", *, pid: int | None = None, salt: int | None = None
+    ) -> None:
+        ip_bytes = ip if isinstance(ip, bytes) else pack_host(ip, 0)[:-4]
+        process = os.getpid() if pid is None else pid
+        random_int = secrets.randbits(32) if salt is None else salt & 0xFFFFFFFF
+        self._prefix = (ip_bytes + struct.pack(">HI", process & 0xFFFF, random_int)).hex().upper()
+        self.owner_pid = os.getpid()  # the process that made it: a forked child needs its own
+        self._lock = threading.Lock()
+        self._counter = 0
+        self._month_start = 0
+        self._next_month_start = 0
+
+    @property
+    def prefix(self) -> str:
+        """The fixed per-process part: ip + pid + random int (20 hex chars for an IPv4 ip)."""
+        return self._prefix
+
+    def next(self, now_ms: int | None = None) -> str:
+        """A new UNIQ_KEY (`now_ms` defaults to the wall clock)."""
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        with self._lock:
+            if not self._month_start <= now < self._next_month_start:
+                self._month_start, self._next_month_start = _month_start_ms(now)
+            counter = self._counter
+            self._counter = (counter + 1) & 0xFFFF
+            elapsed = now - self._month_start
+        return f"{self._prefix}{elapsed & 0xFFFFFFFF:08X}{counter:04X}"
+
+
+class UniqueIdInfo(NamedTuple):
+    ip: str
+    pid: int
+    elapsed_ms: int  # ms since the start of the month the id was made in (local time of its producer)
+    counter: int
+
+
+def parse_unique_id(uniq_key: str) -> UniqueIdInfo:
+    """The parts of a UNIQ_KEY (diagnostics only; ClientError if it is not 32 or 56 hex chars)."""
+    if len(uniq_key) not in (32, 56):
+        raise ClientError(f"not a unique message id (32 or 56 hex chars expected): {uniq_key!r}")
+    try:
+        raw = bytes.fromhex(uniq_key)
+    except ValueError:
+        raise ClientError(f"not a unique message id (not hex): {uniq_key!r}") from None
+    ip_len = 4 if len(raw) == 16 else 16
+    ip, _ = unpack_host(raw[:ip_len] + b"\0\0\0\0")
+    pid, _, elapsed, counter = struct.unpack(">HIIH", raw[ip_len:])
+    return UniqueIdInfo(ip, pid, elapsed, counter)
+
+
+_default: UniqueIdGenerator | None = None
+_default_lock = threading.Lock()
+
+
+def configure_unique_ids(ip: str | bytes) -> None:
+    """Make `new_unique_id` put `ip` (the client's local address) into the ids it makes from now on."""
+    global _default
+    with _default_lock:
+        _default = UniqueIdGenerator(ip)
+
+
+def new_unique_id() -> str:
+    """A UNIQ_KEY from the process-wide generator (created on first use; re-created after a fork)."""
+    global _default
+    generator = _default
+    if generator is None or generator.owner_pid != os.getpid():
+        with _default_lock:
+            if _default is None or _default.owner_pid != os.getpid():
+                _default = UniqueIdGenerator()
+            generator = _default
+    return generator.next()

@@ -1,0 +1,74 @@
+"""MessageSysFlag: the bits of a record's SYSFLAG field (fact sheet 5.2).
+
+The values are part of the record format (commit log, pull bodies) and of the send headers, so they
+never change. This module holds constants and pure bit arithmetic only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class MessageSysFlag:
+    """Bit masks of SYSFLAG, named as RocketMQ names them."""
+
+    COMPRESSED_FLAG: Final = 0x1
+    MULTI_TAGS_FLAG: Final = 0x2
+    TRANSACTION_NOT_TYPE: Final = 0x0
+    TRANSACTION_PREPARED_TYPE: Final = 0x4
+    TRANSACTION_COMMIT_TYPE: Final = 0x8
+    TRANSACTION_ROLLBACK_TYPE: Final = 0xC
+    BORNHOST_V6_FLAG: Final = 0x10
+    STOREHOSTADDRESS_V6_FLAG: Final = 0x20
+    NEED_UNWRAP_FLAG: Final = 0x40
+    INNER_BATCH_FLAG: Final = 0x80
+    COMPRESSION_LZ4_TYPE: Final = 0x100
+    COMPRESSION_ZSTD_TYPE: Final = 0x200
+    COMPRESSION_ZLIB_TYPE: Final = 0x300
+    COMPRESSION_TYPE_MASK: Final = 0x700
+    TRANSACTION_TYPE_MASK: Final = 0xC
+
+
+# Module-level aliases: the hot paths read these as globals.
+COMPRESSED_FLAG: Final = MessageSysFlag.COMPRESSED_FLAG
+MULTI_TAGS_FLAG: Final = MessageSysFlag.MULTI_TAGS_FLAG
+TRANSACTION_NOT_TYPE: Final = MessageSysFlag.TRANSACTION_NOT_TYPE
+TRANSACTION_PREPARED_TYPE: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+TRANSACTION_COMMIT_TYPE: Final = MessageSysFlag.TRANSACTION_COMMIT_TYPE
+TRANSACTION_ROLLBACK_TYPE: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+BORNHOST_V6_FLAG: Final = MessageSysFlag.BORNHOST_V6_FLAG
+STOREHOSTADDRESS_V6_FLAG: Final = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+NEED_UNWRAP_FLAG: Final = MessageSysFlag.NEED_UNWRAP_FLAG
+INNER_BATCH_FLAG: Final = MessageSysFlag.INNER_BATCH_FLAG
+COMPRESSION_LZ4_TYPE: Final = MessageSysFlag.COMPRESSION_LZ4_TYPE
+COMPRESSION_ZSTD_TYPE: Final = MessageSysFlag.COMPRESSION_ZSTD_TYPE
+COMPRESSION_ZLIB_TYPE: Final = MessageSysFlag.COMPRESSION_ZLIB_TYPE
+COMPRESSION_TYPE_MASK: Final = MessageSysFlag.COMPRESSION_TYPE_MASK
+TRANSACTION_TYPE_MASK: Final = MessageSysFlag.TRANSACTION_TYPE_MASK
+
+
+def transaction_type(sys_flag: int) -> int:
+    """The transaction type bits (NOT 0x0, PREPARED 0x4, COMMIT 0x8, ROLLBACK 0xC)."""
+    return sys_flag & TRANSACTION_TYPE_MASK
+
+
+def reset_transaction_type(sys_flag: int, tx_type: int) -> int:
+    """`sys_flag` with its transaction type replaced by `tx_type`."""
+    return (sys_flag & ~TRANSACTION_TYPE_MASK) | (tx_type & TRANSACTION_TYPE_MASK)
+
+
+def compression_type(sys_flag: int) -> int:
+    """The compression algorithm bits (0 with COMPRESSED_FLAG set means zlib, as pre-4.9.4 producers send)."""
+    return sys_flag & COMPRESSION_TYPE_MASK
+
+
+def is_compressed(sys_flag: int) -> bool:
+    return bool(sys_flag & COMPRESSED_FLAG)
+
+
+def born_host_is_v6(sys_flag: int) -> bool:
+    return bool(sys_flag & BORNHOST_V6_FLAG)
+
+
+def store_host_is_v6(sys_flag: int) -> bool:
+    return bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)

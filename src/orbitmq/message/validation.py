@@ -1,0 +1,91 @@
+"""Input checks shared by producers and brokers: topic and group names, messages, user properties.
+
+Messages and rules follow RocketMQ 4.9.7's client Validators (fact sheet 7.5/7.10); every failure is a
+ClientError whose text says what is wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from orbitmq.common.errors import ClientError
+from orbitmq.message import properties as P
+from orbitmq.message.model import Message
+
+VALID_PATTERN_STR: Final = "^[%|a-zA-Z0-9_-]+$"
+TOPIC_MAX_LENGTH: Final = 127
+GROUP_MAX_LENGTH: Final = 255
+DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+_VALID_NAME: Final = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+# Topics a producer may not send to (the broker answers NO_PERMISSION); plus anything starting rmq_sys_.
+NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+
+
+def validate_topic(name: str) -> None:
+    if not name or not name.strip():
+        raise ClientError("The specified topic is blank")
+    if len(name) > TOPIC_MAX_LENGTH:
+        raise ClientError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
+    if not _VALID_NAME.fullmatch(name):
+        raise ClientError(
+            f"The specified topic[{name}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+        )
+
+
+def validate_group(name: str) -> None:
+    if not name or not name.strip():
+        raise ClientError("the specified group is blank")
+    if len(name) > GROUP_MAX_LENGTH:
+        raise ClientError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
+    if not _VALID_NAME.fullmatch(name):
+        raise ClientError(
+            f"the specified group[{name}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+        )
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    return topic in NOT_ALLOWED_SEND_TOPICS or topic.startswith("rmq_sys_")
+
+
+def validate_user_property(name: str, value: str) -> None:
+    """What `Message.putUserProperty` allows: no reserved name, no blank name or value, no separators."""
+    if name in P.RESERVED:
+        raise ClientError(f"The Property<{name}> is used by system, input another please")
+    if not name or not name.strip() or not value or not value.strip():
+        raise ClientError("The name or value of property can not be null or blank string!")
+    _check_property_text(name, value)
+
+
+def _check_property_text(name: str, value: str) -> None:
+    if "\x01" in name or "\x02" in name or "\x02" in value:
+        raise ClientError(f"property {name!r} contains a reserved separator character (U+0001 or U+0002)")
+
+
+def validate_message(
+    msg: Message, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, *, check_send_topic: bool = True
+) -> None:
+    """A producer's checks before sending: topic name (and not a system topic when `check_send_topic`),
+    a non-empty body of at most `max_message_size` bytes, property text that keeps the properties string
+    parseable."""
+    validate_topic(msg.topic)
+    if check_send_topic and is_not_allowed_send_topic(msg.topic):
+        raise ClientError(f"Sending message to topic[{msg.topic}] is forbidden.")
+    if msg.body is None:
+        raise ClientError("the message body is null")
+    if len(msg.body) == 0:
+        raise ClientError("the message body length is zero")
+    if len(msg.body) > max_message_size:
+        raise ClientError(f"the message body size over max value, MAX: {max_message_size}")
+    for name, value in msg.properties.items():
+        _check_property_text(name, value)

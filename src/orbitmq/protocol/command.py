@@ -1,0 +1,407 @@
+"""RemotingCommand and its two header serializations (fact sheet 1.2-1.5), sans-IO.
+
+A frame as `FrameDecoder` yields it (length prefix stripped):
+
+    +-----------------------------+--------------------+------+
+    | type (1 byte) | hdr len (3) | header (hdr len)   | body |
+    +-----------------------------+--------------------+------+
+
+JSON header (type 0): fastjson's bean output, keys alphabetical, nulls omitted:
+    {"code":105,"extFields":{"topic":"T"},"flag":0,"language":"JAVA","opaque":3,
+     "serializeTypeCurrentRPC":"JSON","version":407}
+
+ROCKETMQ header (type 1), big-endian:
+    code short | language byte | version short | opaque int | flag int |
+    remark length int | remark | ext length int | (key length short, key, value length int, value)*
+
+Decoding is lenient where real peers differ (ext values as JSON numbers/booleans from the JavaScript
+client, unknown languages, duplicate ext keys: last wins) and strict where the bytes cannot be
+understood: anything wrong raises `RemoteProtocolError`, never another exception. This module knows
+nothing about sockets, connections or what a request code means.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.protocol import java_json
+from orbitmq.protocol.codes import CURRENT_VERSION, RPC_ONEWAY, RPC_TYPE, LanguageCode, SerializeType
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+_INT_MIN = -(2**31)
+_INT_MAX = 2**31 - 1
+
+_opaque_counter = itertools.count()
+
+
+def next_opaque() -> int:
+    """A fresh request id: a process-wide counter from 0, wrapping within the positive int range."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+def _nbytes(data: Buffer) -> int:
+    return data.nbytes if isinstance(data, memoryview) else len(data)
+
+
+@dataclass(slots=True, repr=False)
+class RemotingCommand:
+    """One request or response. `ext_fields` is the "custom header": every value a string."""
+
+    code: int
+    language: int = LanguageCode.PYTHON
+    version: int = CURRENT_VERSION
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: Buffer = b""
+    # When set, these are sent instead of `body`, each as its own write (zero-copy pull replies).
+    body_parts: list[Buffer] | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: Mapping[str, str] | None = None,
+        body: Buffer = b"",
+        *,
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        return cls(
+            code,
+            opaque=next_opaque(),
+            flag=RPC_ONEWAY if oneway else 0,
+            ext_fields=dict(ext_fields) if ext_fields else {},
+            body=body,
+        )
+
+    @classmethod
+    def response(
+        cls,
+        code: int,
+        remark: str | None = None,
+        ext_fields: Mapping[str, str] | None = None,
+        body: Buffer = b"",
+    ) -> RemotingCommand:
+        """A response; its opaque and serialize type are set by `response_to(request)`."""
+        return cls(
+            code, flag=RPC_TYPE, remark=remark, ext_fields=dict(ext_fields) if ext_fields else {}, body=body
+        )
+
+    def response_to(self, request: RemotingCommand) -> RemotingCommand:
+        """Make this the answer to `request` (same opaque and header serialization); returns self."""
+        self.opaque = request.opaque
+        self.serialize_type = request.serialize_type
+        self.flag |= RPC_TYPE
+        return self
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_TYPE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY)
+
+    @property
+    def body_length(self) -> int:
+        if self.body_parts is not None:
+            return sum(_nbytes(part) for part in self.body_parts)
+        return _nbytes(self.body)
+
+    def body_bytes(self) -> bytes:
+        """The body as `bytes` (copies only when it is not `bytes` already)."""
+        if self.body_parts is not None:
+            return b"".join(self.body_parts)
+        body = self.body
+        return body if isinstance(body, bytes) else bytes(body)
+
+    def __repr__(self) -> str:
+        kind = "response" if self.flag & RPC_TYPE else "request"
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+            f"language={self.language} version={self.version} remark={self.remark!r} "
+            f"ext_fields={self.ext_fields!r} body_length={self.body_length} "
+            f"serialize_type={SerializeType(self.serialize_type).name})"
+        )
+
+
+# ------------------------------------------------------------------ encoding
+
+_PREFIX = struct.Struct(">iI")
+_BINARY_FIXED = struct.Struct(">HBHIIi")
+_EXT_KEY = struct.Struct(">H")
+_EXT_VALUE = struct.Struct(">i")
+_INT = struct.Struct(">i")
+
+_LANGUAGE_NAME = {code.value: code.name.encode() for code in LanguageCode}
+_LANGUAGE_BY_NAME: dict[str, int] = {code.name: code for code in LanguageCode}
+_LANGUAGE_BY_CODE: dict[int, int] = {code.value: code for code in LanguageCode}
+_LANGUAGE_OTHER = b"OTHER"
+
+# fastjson's key order (alphabetical bean properties); extFields and remark only when present.
+_JSON_HEADER = (
+    b'{"code":%d%s,"flag":%d,"language":"%s","opaque":%d%s,"serializeTypeCurrentRPC":"JSON","version":%d}'
+)
+
+
+def _json_header(cmd: RemotingCommand) -> bytes:
+    ext = cmd.ext_fields
+    remark = cmd.remark
+    return _JSON_HEADER % (
+        cmd.code,
+        b',"extFields":' + orjson.dumps(ext) if ext else b"",
+        cmd.flag,
+        _LANGUAGE_NAME.get(cmd.language, _LANGUAGE_OTHER),
+        cmd.opaque,
+        b',"remark":' + orjson.dumps(remark) if remark is not None else b"",
+        cmd.version,
+    )
+
+
+def _binary_header(cmd: RemotingCommand) -> bytes:
+    remark = cmd.remark.encode() if cmd.remark else b""
+    out = bytearray(
+        _BINARY_FIXED.pack(
+            cmd.code & 0xFFFF,
+            cmd.language & 0xFF,
+            cmd.version & 0xFFFF,
+            cmd.opaque & 0xFFFFFFFF,
+            cmd.flag & 0xFFFFFFFF,
+            len(remark),
+        )
+    )
+    out += remark
+    ext_start = len(out)
+    out += b"\0\0\0\0"  # ext length, filled in below
+    key_length = _EXT_KEY.pack
+    value_length = _EXT_VALUE.pack
+    ext: Mapping[str, object] = cmd.ext_fields  # callers may have put non-strings in
+    for key, value in ext.items():
+        if value is None:  # Java skips null entries
+            continue
+        key_bytes = key.encode()
+        value_bytes = (value if isinstance(value, str) else _ext_text(value)).encode()
+        out += key_length(len(key_bytes))
+        out += key_bytes
+        out += value_length(len(value_bytes))
+        out += value_bytes
+    _INT.pack_into(out, ext_start, len(out) - ext_start - 4)
+    return bytes(out)
+
+
+def encode_command(cmd: RemotingCommand) -> list[Buffer]:
+    """The frame as pieces for `writelines`: length prefix + header in one piece, then the body
+    (or every body part) as given, never copied."""
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        header = _binary_header(cmd)
+        type_bits = SerializeType.ROCKETMQ << 24
+    else:
+        header = _json_header(cmd)
+        type_bits = 0
+    header_length = len(header)
+    if header_length > 0xFFFFFF:
+        raise ValueError(f"header of {header_length} bytes does not fit a remoting frame")
+    parts = cmd.body_parts
+    if parts is not None:
+        body_length = sum(_nbytes(part) for part in parts)
+        pieces: list[Buffer] = [
+            _PREFIX.pack(4 + header_length + body_length, type_bits | header_length) + header
+        ]
+        pieces += parts
+        return pieces
+    body = cmd.body
+    body_length = _nbytes(body)
+    prefix = _PREFIX.pack(4 + header_length + body_length, type_bits | header_length) + header
+    return [prefix, body] if body_length else [prefix]
+
+
+def encode_command_bytes(cmd: RemotingCommand) -> bytes:
+    """The whole frame (with its length prefix) as one `bytes`."""
+    return b"".join(encode_command(cmd))
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _ext_text(value: object) -> str:
+    """An ext field value (or key) that arrived as a JSON non-string, as Java would see it as a string."""
+    if isinstance(value, str):
+        return value
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 2**63 else repr(value)
+    try:
+        return java_json.dumps(value).decode()
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _int_field(obj: Mapping[str, Any], name: str, default: int) -> int:
+    value = obj.get(name, default)
+    if type(value) is not int:
+        if value is None:
+            return default
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}") from None
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}")
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise RemoteProtocolError(f"header field {name} out of int range: {value}")
+    return value
+
+
+def _decode_json_header(header: memoryview) -> RemotingCommand:
+    try:
+        obj = orjson.loads(header)
+    except orjson.JSONDecodeError:
+        obj = _lenient_json(header)
+    if type(obj) is not dict:
+        raise RemoteProtocolError("JSON header is not an object")
+    get = obj.get
+    code = get("code", 0)
+    version = get("version", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    # the common case: four ints in range; anything else goes the careful way
+    if not (
+        type(code) is int
+        and type(version) is int
+        and type(opaque) is int
+        and type(flag) is int
+        and _INT_MIN <= code <= _INT_MAX
+        and _INT_MIN <= version <= _INT_MAX
+        and _INT_MIN <= opaque <= _INT_MAX
+        and _INT_MIN <= flag <= _INT_MAX
+    ):
+        code = _int_field(obj, "code", 0)
+        version = _int_field(obj, "version", 0)
+        opaque = _int_field(obj, "opaque", 0)
+        flag = _int_field(obj, "flag", 0)
+    language = get("language")
+    if type(language) is str:
+        language = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
+    elif language is None:
+        language = LanguageCode.JAVA
+    else:
+        language = _int_field(obj, "language", LanguageCode.JAVA)
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
+        remark = _ext_text(remark)
+    ext = get("extFields")
+    if ext is None:
+        ext = {}
+    elif type(ext) is not dict:
+        raise RemoteProtocolError("JSON header extFields is not an object")
+    else:
+        for key, value in ext.items():
+            if type(value) is not str or type(key) is not str:
+                # numbers/booleans from JavaScript clients; odd keys from fastjson-lenient text
+                ext = {_ext_text(k): _ext_text(v) for k, v in ext.items() if v is not None}
+                break
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext)
+
+
+def _lenient_json(header: memoryview) -> object:
+    # Java peers may send what fastjson accepts (single quotes, unquoted keys): rare, so only after
+    # orjson failed.
+    try:
+        return java_json.loads(header)
+    except ValueError as exc:
+        raise RemoteProtocolError(f"broken JSON header: {exc}") from None
+
+
+_SHORT = struct.Struct(">h")
+_BINARY_FIXED_SIGNED = struct.Struct(">hbhiii")
+
+
+def _decode_binary_header(header: memoryview) -> RemotingCommand:
+    size = header.nbytes
+    if size < 17:
+        raise RemoteProtocolError(f"ROCKETMQ header too short: {size} bytes")
+    code, language, version, opaque, flag, remark_length = _BINARY_FIXED_SIGNED.unpack_from(header, 0)
+    language = _LANGUAGE_BY_CODE.get(language & 0xFF, language & 0xFF)
+    if remark_length < 0 or 17 + remark_length + 4 > size:
+        raise RemoteProtocolError(f"bad remark length {remark_length} in ROCKETMQ header")
+    pos = 17
+    remark = None
+    if remark_length:
+        # Java decodes with replacement characters; so do we (never a UnicodeDecodeError)
+        remark = str(header[pos : pos + remark_length], "utf-8", "replace")
+        pos += remark_length
+    (ext_length,) = _INT.unpack_from(header, pos)
+    pos += 4
+    end = pos + ext_length
+    if ext_length < 0 or end > size:
+        raise RemoteProtocolError(f"bad extFields length {ext_length} in ROCKETMQ header")
+    ext: dict[str, str] = {}
+    if ext_length:
+        data = header[pos:end].tobytes()  # one copy; slicing bytes below is cheaper than views
+        pos = 0
+        end = ext_length
+        short = _SHORT.unpack_from
+        int_ = _INT.unpack_from
+        while pos < end:
+            if pos + 2 > end:
+                raise RemoteProtocolError("truncated extFields key length")
+            (key_length,) = short(data, pos)
+            pos += 2
+            if key_length < 0 or pos + key_length + 4 > end:
+                raise RemoteProtocolError(f"bad extFields key length {key_length}")
+            key = str(data[pos : pos + key_length], "utf-8", "replace")
+            pos += key_length
+            (value_length,) = int_(data, pos)
+            pos += 4
+            if value_length < 0 or pos + value_length > end:
+                raise RemoteProtocolError(f"bad extFields value length {value_length}")
+            ext[key] = str(data[pos : pos + value_length], "utf-8", "replace")
+            pos += value_length
+    return RemotingCommand(
+        code, language, version, opaque, flag, remark, ext, serialize_type=SerializeType.ROCKETMQ
+    )
+
+
+_WORD = struct.Struct(">I")
+
+
+def decode_command(frame: Buffer) -> RemotingCommand:
+    """Decode one frame (as `FrameDecoder.feed` yields it). The body is a memoryview into `frame`."""
+    view = memoryview(frame)
+    size = view.nbytes
+    if size < 4:
+        raise RemoteProtocolError(f"frame of {size} bytes has no header length")
+    (word,) = _WORD.unpack_from(view, 0)
+    header_length = word & 0xFFFFFF
+    serialize_type = word >> 24
+    header_end = 4 + header_length
+    if header_end > size:
+        raise RemoteProtocolError(f"header length {header_length} exceeds frame of {size} bytes")
+    header = view[4:header_end]
+    if serialize_type == SerializeType.JSON:
+        cmd = _decode_json_header(header)
+    elif serialize_type == SerializeType.ROCKETMQ:
+        cmd = _decode_binary_header(header)
+    else:
+        raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
+    if header_end < size:
+        cmd.body = view[header_end:]
+    return cmd

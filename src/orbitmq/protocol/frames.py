@@ -1,0 +1,85 @@
+"""Cutting a TCP byte stream into remoting frames (fact sheet 1.1), sans-IO.
+
+    +--------+---------------------------+--------+------+
+    | length | serialize type | hdr len  | header | body |
+    |  int   |   1 byte       | 3 bytes  |        |      |
+    +--------+---------------------------+--------+------+
+      length = 4 + header length + body length (bytes after the length field)
+
+`FrameDecoder.feed` takes chunks of any size and returns whole frames without the 4-byte length
+prefix, as Netty's LengthFieldBasedFrameDecoder(max, 0, 4, 0, 4) does. It checks only the framing
+(length and header length); what the header says is `orbitmq.protocol.command`'s business.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TypeAlias
+
+from orbitmq.common.errors import RemoteProtocolError
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+_INT = struct.Struct(">i")
+_TWO_INTS = struct.Struct(">iI")
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+
+class FrameDecoder:
+    """Incremental frame splitter. Each byte is copied at most twice: into the buffer and into its frame.
+
+    While the buffer is empty, whole frames are cut straight out of the fed chunk; only a partial tail
+    is kept. A broken length raises `RemoteProtocolError`; the decoder is then unusable (the caller
+    closes the connection, as RocketMQ does).
+    """
+
+    __slots__ = ("_broken", "_buffer", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._broken = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a frame."""
+        return len(self._buffer)
+
+    def feed(self, data: Buffer) -> list[bytes]:
+        if self._broken:
+            raise RemoteProtocolError("frame decoder already failed on this stream")
+        buffer = self._buffer
+        if buffer:
+            buffer += data
+            source: Buffer = buffer
+        else:
+            source = data
+        frames: list[bytes] = []
+        pos = 0
+        # A memoryview slices without an intermediate copy; it must be released before the
+        # bytearray is resized below.
+        with memoryview(source) as view:
+            end = view.nbytes
+            max_frame_size = self.max_frame_size
+            while end - pos >= 4:
+                (length,) = _INT.unpack_from(view, pos)
+                if length < 4 or length + 4 > max_frame_size:
+                    self._broken = True
+                    raise RemoteProtocolError(f"bad frame length {length} (must be 4..{max_frame_size - 4})")
+                if end - pos < 8:
+                    break
+                header_length = _TWO_INTS.unpack_from(view, pos)[1] & 0xFFFFFF
+                if header_length > length - 4:
+                    self._broken = True
+                    raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
+                stop = pos + 4 + length
+                if stop > end:
+                    break
+                frames.append(view[pos + 4 : stop].tobytes())
+                pos = stop
+            if source is not buffer and pos < end:
+                buffer += view[pos:]
+        if source is buffer and pos:
+            del buffer[:pos]
+        return frames

@@ -1,0 +1,196 @@
+"""The master side of replication: stream the commit log to slaves and track what they have.
+
+`HAService` listens on the HA port. For each slave connection it waits for the first offset report,
+then streams raw commit-log bytes from there (12-byte transfer header + data, at most
+`transfer_batch_size` per frame), heartbeats when idle, and records every later report as that slave's
+acknowledged offset. SYNC_MASTER sends wait on `wait_for_replication` until a slave's acknowledged offset
+passes the end of their message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+
+from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.replication.frames import OffsetReportDecoder, encode_transfer_header, transfer_start_offset
+from orbitmq.replication.log import ReplicatedLog
+
+log = logging.getLogger(__name__)
+
+
+class HAService:
+    def __init__(
+        self,
+        store: ReplicatedLog,
+        *,
+        file_size: int,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        transfer_batch_size: int = 32 * 1024,
+        heartbeat_interval: float = 5.0,
+        housekeeping_interval: float = 20.0,
+        slave_fall_behind_max: int = 256 * 1024 * 1024,
+    ) -> None:
+        self._store = store
+        self._file_size = file_size
+        self._host = host
+        self._port = port
+        self._batch = transfer_batch_size
+        self._heartbeat_interval = heartbeat_interval
+        self._housekeeping_interval = housekeeping_interval
+        self._fall_behind_max = slave_fall_behind_max
+        self._server: asyncio.Server | None = None
+        self._connections: set[_SlaveConnection] = set()
+        self._new_data = asyncio.Event()
+        # push2SlaveMaxOffset: the highest offset any slave has acknowledged.
+        self.slave_ack_offset = 0
+        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._seq = itertools.count()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "HAService not started"
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    @property
+    def address(self) -> str:
+        return f"{self._host}:{self.port}"
+
+    @property
+    def connected_slaves(self) -> int:
+        return len(self._connections)
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._on_connection, self._host, self._port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._connections):
+            conn.close()
+        for task in [c.task for c in self._connections if c.task is not None]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        for _, _, fut in self._waiters:
+            if not fut.done():
+                fut.set_result(False)
+        self._waiters.clear()
+
+    def notify_new_data(self) -> None:
+        """Called after every append: wakes the streams waiting at the end of the log."""
+        self._new_data.set()
+
+    def is_slave_ok(self, master_put_offset: int) -> bool:
+        """SYNC_MASTER precondition: a slave is connected and not too far behind."""
+        return bool(self._connections) and master_put_offset - self.slave_ack_offset < self._fall_behind_max
+
+    async def wait_for_replication(self, end_offset: int, timeout: float) -> bool:
+        """True once a slave acknowledged `end_offset`, False after `timeout` seconds."""
+        if self.slave_ack_offset >= end_offset:
+            return True
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (end_offset, next(self._seq), fut))
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            return False
+
+    def _on_ack(self, offset: int) -> None:
+        self.slave_ack_offset = max(self.slave_ack_offset, offset)
+        while self._waiters and self._waiters[0][0] <= self.slave_ack_offset:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(True)
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _SlaveConnection(self, reader, writer)
+        self._connections.add(conn)
+        conn.task = asyncio.current_task()
+        try:
+            await conn.run()
+        except (ConnectionError, RemoteProtocolError, TimeoutError) as exc:
+            log.info("HA connection from %s closed: %s", conn.peer, exc)
+        finally:
+            self._connections.discard(conn)
+            conn.close()
+
+
+class _SlaveConnection:
+    def __init__(
+        self, service: HAService, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.service = service
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.task: asyncio.Task[None] | None = None
+        self._decoder = OffsetReportDecoder()
+        self._reported = asyncio.Event()
+        self._next_transfer: int | None = None
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            self.writer.close()
+
+    async def run(self) -> None:
+        sender = asyncio.create_task(self._send_loop())
+        try:
+            await self._read_loop()
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await sender
+
+    async def _read_loop(self) -> None:
+        service = self.service
+        while True:
+            data = await asyncio.wait_for(self.reader.read(65536), service._housekeeping_interval)
+            if not data:
+                raise ConnectionError("slave closed the connection")
+            offset = self._decoder.feed(data)
+            if offset is None:
+                continue
+            if self._next_transfer is None:
+                self._next_transfer = transfer_start_offset(
+                    offset, service._store.get_max_phy_offset(), service._file_size
+                )
+                self._reported.set()
+            elif offset > service._store.get_max_phy_offset():
+                raise RemoteProtocolError(f"slave {self.peer} reports {offset}, beyond the master's log")
+            service._on_ack(offset)
+
+    async def _send_loop(self) -> None:
+        service = self.service
+        await self._reported.wait()
+        loop = asyncio.get_running_loop()
+        last_write = loop.time()
+        while True:
+            assert self._next_transfer is not None
+            data = service._store.get_commit_log_data(self._next_transfer, service._batch)
+            if data is not None and len(data) > 0:
+                self.writer.writelines([encode_transfer_header(self._next_transfer, len(data)), data])
+                self._next_transfer += len(data)
+                await self.writer.drain()
+                last_write = loop.time()
+                continue
+            service._new_data.clear()
+            # Re-check after clearing: an append between the read above and clear() must not be missed.
+            if service._store.get_max_phy_offset() > self._next_transfer:
+                continue
+            wait = service._heartbeat_interval - (loop.time() - last_write)
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(service._new_data.wait(), wait)
+                continue
+            self.writer.write(encode_transfer_header(self._next_transfer, 0))
+            await self.writer.drain()
+            last_write = loop.time()

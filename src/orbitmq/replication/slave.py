@@ -1,0 +1,130 @@
+"""The slave side of replication: copy the master's commit log, byte for byte, into the local store.
+
+`HAClient` connects to the master's HA address (learned from the nameserver's register response, or
+configured), reports its max physical offset, appends every transfer that continues its log exactly
+(the store then dispatches consume queues and index from the copied bytes), and reports again after each
+append. Data that does not continue the log closes the connection. It reconnects after faults and
+resumes from its own offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.replication.frames import TransferDecoder, continues_log, encode_offset_report
+from orbitmq.replication.log import ReplicatedLog
+
+log = logging.getLogger(__name__)
+
+
+class HAClient:
+    def __init__(
+        self,
+        store: ReplicatedLog,
+        *,
+        master_address: str | None = None,
+        heartbeat_interval: float = 5.0,
+        housekeeping_interval: float = 20.0,
+        reconnect_interval: float = 5.0,
+        on_appended: Callable[[], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._master_address = master_address
+        self._heartbeat_interval = heartbeat_interval
+        self._housekeeping_interval = housekeeping_interval
+        self._reconnect_interval = reconnect_interval
+        self._on_appended = on_appended
+        self._task: asyncio.Task[None] | None = None
+        self._address_changed = asyncio.Event()
+        self.connected = False
+        self.last_transfer_monotonic = 0.0
+
+    @property
+    def master_address(self) -> str | None:
+        return self._master_address
+
+    def update_master_address(self, address: str | None) -> None:
+        """The nameserver told us where the master's HA port is (it may have moved)."""
+        if address and address != self._master_address:
+            self._master_address = address
+            self._address_changed.set()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="ha-client")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            address = self._master_address
+            if not address:
+                self._address_changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+                continue
+            try:
+                await self._replicate(address)
+            except (OSError, RemoteProtocolError, TimeoutError) as exc:
+                log.info("replication from %s interrupted: %s", address, exc)
+            finally:
+                self.connected = False
+            self._address_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+
+    async def _replicate(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        self.connected = True
+        reporter = asyncio.create_task(self._report_loop(writer))
+        try:
+            await self._receive_loop(reader, writer, address)
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await reporter
+            writer.close()
+
+    async def _report_loop(self, writer: asyncio.StreamWriter) -> None:
+        while True:
+            writer.write(encode_offset_report(self._store.get_max_phy_offset()))
+            await writer.drain()
+            await asyncio.sleep(self._heartbeat_interval)
+
+    async def _receive_loop(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
+    ) -> None:
+        decoder = TransferDecoder()
+        loop = asyncio.get_running_loop()
+        while self._master_address == address:
+            data = await asyncio.wait_for(reader.read(4 * 1024 * 1024), self._housekeeping_interval)
+            if not data:
+                raise ConnectionError("master closed the connection")
+            appended = False
+            for transfer in decoder.feed(data):
+                self.last_transfer_monotonic = loop.time()
+                if transfer.is_heartbeat:
+                    continue
+                max_offset = self._store.get_max_phy_offset()
+                if not continues_log(max_offset, transfer):
+                    raise RemoteProtocolError(
+                        f"master sent offset {transfer.master_offset}, slave log ends at {max_offset}"
+                    )
+                if not self._store.append_to_commit_log(transfer.master_offset, transfer.data):
+                    raise RemoteProtocolError(f"store refused replicated data at {transfer.master_offset}")
+                appended = True
+            if appended:
+                # Report at once so SYNC_MASTER sends are released without waiting for the heartbeat.
+                writer.write(encode_offset_report(self._store.get_max_phy_offset()))
+                await writer.drain()
+                if self._on_appended is not None:
+                    self._on_appended()
