@@ -1,0 +1,61 @@
+"""BrokerExpiryService: forget brokers that stopped registering (RocketMQ's scanNotActiveBroker).
+
+Every `interval` seconds (RocketMQ: 10 s, first run after 5 s) the route table drops brokers whose
+last REGISTER_BROKER / unchanged QUERY_DATA_VERSION is older than the expiry (120 s); their
+connections are closed too, so a broker that is merely slow re-registers over a fresh connection.
+
+This module must not know request codes; it knows the route table and connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from orbitmq.namesrv.route_table import RouteInfoManager
+from orbitmq.transport import Connection
+
+log = logging.getLogger("orbitmq.namesrv")
+
+
+class BrokerExpiryService:
+    def __init__(self, route: RouteInfoManager, *, interval: float = 10.0, first_delay: float = 5.0) -> None:
+        self.route = route
+        self.interval = interval
+        self.first_delay = min(first_delay, interval)
+        self._task: asyncio.Task[None] | None = None
+
+    def scan_once(self) -> int:
+        """One scan; the number of brokers removed."""
+        expired = self.route.scan_not_active_brokers()
+        for broker in expired:
+            log.warning(
+                "broker %s expired: no registration for %.1fs (limit %.1fs)",
+                broker.broker_addr,
+                broker.idle_seconds,
+                self.route.expiry_seconds,
+            )
+            if isinstance(broker.channel, Connection):
+                broker.channel.close(f"broker {broker.broker_addr} expired")
+        return len(expired)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="broker-expiry")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        await asyncio.sleep(self.first_delay)
+        while True:
+            try:
+                self.scan_once()
+            except Exception:
+                log.exception("broker expiry scan failed")
+            await asyncio.sleep(self.interval)

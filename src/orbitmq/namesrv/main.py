@@ -1,0 +1,75 @@
+"""`orbitmq namesrv`: run a NameServer until SIGTERM/SIGINT.
+
+    orbitmq namesrv [--port PORT] [-c namesrv.conf] [--kv-config-path PATH] [--host HOST]
+
+Settings come from the conf file (RocketMQ property names, e.g. listenPort, kvConfigPath,
+orderMessageEnable), then the command-line flags. Port 0 picks a free port. The first line on stdout
+is `namesrv listening on HOST:PORT` (tools and orbitmq.testing read the port from it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from orbitmq.namesrv.app import NamesrvApp
+from orbitmq.namesrv.config import NamesrvConfig, load_config_file
+from orbitmq.transport import loop
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="orbitmq namesrv", description="Run an orbitmq NameServer.")
+    parser.add_argument("-c", "--config", help="namesrv.conf (Java properties, RocketMQ names)")
+    parser.add_argument("-p", "--port", type=int, help="listen port (default 9876; 0 = pick a free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    parser.add_argument("--kv-config-path", help="kvConfig.json location (default ~/namesrv/kvConfig.json)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> NamesrvConfig:
+    config = NamesrvConfig.from_properties(load_config_file(args.config) if args.config else {})
+    if args.port is not None:
+        config.listen_port = args.port
+    if args.kv_config_path:
+        config.kv_config_path = args.kv_config_path
+    return config
+
+
+async def serve(config: NamesrvConfig, host: str) -> None:
+    app = NamesrvApp(config, host=host)
+    await app.start()
+    print(f"namesrv listening on {app.address}", flush=True)
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            running.remove_signal_handler(sig)
+        await app.stop()
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = build_config(args)
+    except (OSError, ValueError) as exc:
+        print(f"orbitmq namesrv: {exc}", file=sys.stderr)
+        return 2
+    try:
+        loop.run(serve(config, args.host))
+    except OSError as exc:
+        print(f"orbitmq namesrv: cannot listen on {args.host}:{config.listen_port}: {exc}", file=sys.stderr)
+        return 1
+    return 0

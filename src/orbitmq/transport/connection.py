@@ -1,0 +1,306 @@
+"""One remoting connection over TCP: framing, opaque -> future correlation, oneway, timeouts, close.
+
+`Connection` is an `asyncio.Protocol` (not streams: bytes go from the socket into the `FrameDecoder`
+with no extra buffering layer). It is symmetrical: both sides can send requests and both receive
+them; inbound requests are handed to a `request_handler` (the server's or client's dispatcher).
+
+Invariants:
+- every pending request is in `_pending` until exactly one of: its response arrives, its timeout
+  fires, the awaiting task is cancelled, or the connection closes; each path removes the entry.
+- a frame or header that breaks the protocol closes this connection only (the reason is logged).
+- writes go out with `writelines(encode_command(cmd))` so bodies are never copied here; when the
+  transport asks us to pause, `drain()` blocks writers until it resumes (flow control).
+
+This module must not know request codes or what processors do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TypeAlias, cast
+
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
+from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command, next_opaque
+from orbitmq.protocol.frames import FrameDecoder
+
+log = logging.getLogger("orbitmq.transport")
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+RequestHandler = Callable[["Connection", RemotingCommand], None]
+CloseCallback = Callable[["Connection"], None]
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """'ip:port' -> (ip, port); the port is after the last colon (IPv6 hosts keep their colons)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"bad address {address!r}, expected ip:port")
+    return host.strip("[]"), int(port)
+
+
+def _format_peer(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
+
+
+class Connection(asyncio.Protocol):
+    """A remoting connection; see the module docstring for its invariants."""
+
+    def __init__(
+        self,
+        *,
+        request_handler: RequestHandler | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        name: str = "connection",
+        clock: Clock = SYSTEM_CLOCK,
+        on_open: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.name = name
+        self._on_open = on_open
+        self.remote_address = ""
+        self.local_address = ""
+        self.closed = False
+        self.close_reason: str | None = None
+        # Free for processors: e.g. the broker keeps the client id and groups of this channel here.
+        self.state: dict[str, object] = {}
+        self._request_handler = request_handler
+        self._decoder = FrameDecoder(max_frame_size)
+        self._clock = clock
+        self.last_activity = clock.monotonic()
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._close_callbacks: list[CloseCallback] = []
+        self._writing_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._out: list[Buffer] = []
+        self._flush_handle: asyncio.Handle | None = None
+        self._lost: asyncio.Future[None] | None = None
+
+    # ---- asyncio.Protocol -------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but they have the same methods.
+        transport = cast(asyncio.Transport, transport)
+        self._transport = transport
+        self.remote_address = _format_peer(transport.get_extra_info("peername"))
+        self.local_address = _format_peer(transport.get_extra_info("sockname"))
+        self.last_activity = self._clock.monotonic()
+        self._lost = asyncio.get_running_loop().create_future()
+        if self._on_open is not None:
+            self._on_open(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_activity = self._clock.monotonic()
+        try:
+            frames = self._decoder.feed(data)
+            commands = [decode_command(frame) for frame in frames]
+        except RemoteProtocolError as exc:
+            self._protocol_error(str(exc))
+            return
+        except Exception as exc:  # a header the decoder could not make sense of
+            self._protocol_error(f"undecodable command: {exc!r}")
+            return
+        for cmd in commands:
+            if cmd.is_response:
+                self._complete(cmd)
+            elif self._request_handler is not None:
+                self._request_handler(self, cmd)
+            else:
+                log.debug(
+                    "%s: request code %d from %s ignored (no handler)",
+                    self.name,
+                    cmd.code,
+                    self.remote_address,
+                )
+            if self._transport is None:  # a handler closed us
+                return
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.close_reason is None:
+            self.close_reason = f"connection lost: {exc!r}" if exc else "closed by peer"
+        self.closed = True
+        self._transport = None
+        self._out = []
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(
+                    ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}")
+                )
+        self._wake_writers()
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for cb in callbacks:
+            try:
+                cb(self)
+            except Exception:
+                log.exception("%s: close callback failed", self.name)
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._wake_writers()
+
+    # ---- public API -------------------------------------------------------------------------
+
+    @property
+    def writing_paused(self) -> bool:
+        """True while the transport's write buffer is above its high-water mark (await drain())."""
+        return self._writing_paused
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def add_close_callback(self, cb: CloseCallback) -> None:
+        """Call `cb(conn)` once when the connection closes (at once if it is already closed)."""
+        if self.closed:
+            cb(self)
+        else:
+            self._close_callbacks.append(cb)
+
+    async def drain(self) -> None:
+        """Wait while the transport's write buffer is above its high-water mark."""
+        while self._writing_paused and not self.closed:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write one command now (responses, oneway requests). Silently dropped if closed."""
+        transport = self._transport
+        if transport is None or self.closed:
+            log.debug("%s: dropping command code %d to closed %s", self.name, cmd.code, self.remote_address)
+            return
+        self.last_activity = self._clock.monotonic()
+        # Commands written in the same loop iteration leave in one writelines (one writev syscall
+        # on uvloop): under load many responses share a syscall instead of paying one each.
+        self._out += encode_command(cmd)
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        out, self._out = self._out, []
+        transport = self._transport
+        if out and transport is not None:
+            transport.writelines(out)
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send `request` and wait up to `timeout` seconds for the response with its opaque."""
+        if self.closed:
+            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+        if request.opaque in self._pending:
+            request.opaque = next_opaque()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        opaque = request.opaque
+        self._pending[opaque] = future
+        timer = loop.call_later(max(timeout, 0.0), self._expire, opaque, timeout, request.code)
+        try:
+            if self._writing_paused:
+                await self.drain()
+            if self.closed:
+                raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+            self.send(request)
+            return await future
+        finally:
+            timer.cancel()
+            if self._pending.get(opaque) is future:
+                del self._pending[opaque]
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send `request` with the oneway flag; no response is expected."""
+        if self.closed:
+            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+        request.flag |= 2  # RPC_ONEWAY
+        if self._writing_paused:
+            await self.drain()
+        self.send(request)
+
+    def close(self, reason: str) -> None:
+        """Close the connection; pending requests fail with ConnectError carrying `reason`."""
+        if self.closed:
+            return
+        self.close_reason = reason
+        transport = self._transport
+        if transport is not None:
+            self._flush()  # what was sent before close() still goes out, then the FIN
+            # From now on nothing more is written or read; pending requests fail in connection_lost.
+            self.closed = True
+            transport.close()
+        else:
+            self.connection_lost(None)
+
+    def abort(self, reason: str) -> None:
+        """Close without flushing the write buffer (broken peers)."""
+        if self.closed:
+            return
+        self.close_reason = reason
+        transport = self._transport
+        if transport is not None:
+            self.closed = True
+            transport.abort()
+        else:
+            self.connection_lost(None)
+
+    async def wait_closed(self) -> None:
+        if self._lost is not None:
+            await asyncio.shield(self._lost)
+
+    def __repr__(self) -> str:
+        state = f"closed ({self.close_reason})" if self.closed else "open"
+        return f"<Connection {self.name} {self.local_address}->{self.remote_address} {state}>"
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _complete(self, response: RemotingCommand) -> None:
+        future = self._pending.pop(response.opaque, None)
+        if future is None:
+            log.debug(
+                "%s: response opaque %d from %s matches no pending request (timed out?)",
+                self.name,
+                response.opaque,
+                self.remote_address,
+            )
+            return
+        if not future.done():
+            future.set_result(response)
+
+    def _expire(self, opaque: int, timeout: float, code: int) -> None:
+        future = self._pending.pop(opaque, None)
+        if future is not None and not future.done():
+            future.set_exception(
+                RequestTimeoutError(
+                    f"request code {code} opaque {opaque} to {self.remote_address} timed out after {timeout}s"
+                )
+            )
+
+    def _protocol_error(self, reason: str) -> None:
+        log.warning("%s: closing connection from %s: %s", self.name, self.remote_address, reason)
+        self.abort(f"protocol error: {reason}")
+
+    def _wake_writers(self) -> None:
+        # On close writers wake too: their next send() is dropped and invoke() raises ConnectError.
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

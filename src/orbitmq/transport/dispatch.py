@@ -1,0 +1,121 @@
+"""Request dispatch: code -> processor, with RocketMQ's error answers, shared by server and client.
+
+Rules (NettyRemotingAbstract.processRequestCommand, fact sheet 1.7):
+- unknown code -> REQUEST_CODE_NOT_SUPPORTED (3), remark " request type <code> not supported";
+- more pending requests for a code than its limit -> SYSTEM_BUSY (2), remark
+  "[OVERLOAD]system busy, start flow control for a while";
+- the processor raises -> SYSTEM_ERROR (1) with the exception text;
+- a processor returning None sends nothing (it answers later itself, e.g. long polling);
+- oneway requests never get any answer, not even an error.
+Every answer is made with `response_to(request)`, so it carries the request's opaque and serialize type.
+
+This module must not know what any request code means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.transport.connection import Connection
+
+log = logging.getLogger("orbitmq.transport")
+
+Processor = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
+
+OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+
+
+def not_supported_remark(code: int) -> str:
+    return f" request type {code} not supported"
+
+
+def exception_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass(slots=True)
+class _Route:
+    processor: Processor
+    limit: int
+    pending: int = 0
+
+
+class Dispatcher:
+    """Routes inbound requests of many connections to processors; owns the tasks it starts."""
+
+    def __init__(self, *, name: str, max_pending_per_code: int = 10000) -> None:
+        self.name = name
+        self.max_pending_per_code = max_pending_per_code
+        self._routes: dict[int, _Route] = {}
+        self._default: _Route | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
+        self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
+
+    def register_default(self, processor: Processor, *, limit: int | None = None) -> None:
+        self._default = _Route(processor, self.max_pending_per_code if limit is None else limit)
+
+    def pending(self, code: int) -> int:
+        route = self._routes.get(code)
+        return route.pending if route is not None else 0
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> None:
+        """Connection callback: answer errors at once, run processors in their own tasks."""
+        route = self._routes.get(request.code, self._default)
+        if route is None:
+            log.debug(
+                "%s: request code %d not supported (from %s)", self.name, request.code, conn.remote_address
+            )
+            if not request.is_oneway:
+                answer = RemotingCommand.response(
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED, not_supported_remark(request.code)
+                )
+                conn.send(answer.response_to(request))
+            return
+        if route.pending >= route.limit:
+            if not request.is_oneway:
+                busy = RemotingCommand.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
+                conn.send(busy.response_to(request))
+            return
+        route.pending += 1
+        task = asyncio.get_running_loop().create_task(self._run(route, conn, request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, route: _Route, conn: Connection, request: RemotingCommand) -> None:
+        try:
+            response = await route.processor(conn, request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning(
+                "%s: processor for code %d failed: %s",
+                self.name,
+                request.code,
+                exception_text(exc),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            response = RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
+        finally:
+            route.pending -= 1
+        if response is None or request.is_oneway or conn.closed:
+            return
+        response.response_to(request)
+        if conn.writing_paused:
+            await conn.drain()
+        conn.send(response)
+
+    async def stop(self) -> None:
+        """Cancel every running processor task and wait for them."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

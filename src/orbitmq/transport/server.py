@@ -1,0 +1,153 @@
+"""RemotingServer: accept remoting connections and dispatch their requests to processors.
+
+Each accepted socket becomes a `Connection` whose requests go through one `Dispatcher` (code ->
+processor; error answers as RocketMQ gives them). Connections idle (no bytes read) for
+`idle_timeout` seconds are closed, as RocketMQ's `serverChannelMaxIdleTimeSeconds` (120 s) does.
+A connection that breaks the framing is closed alone; the server keeps serving everyone else.
+
+This module must not know what any request code means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
+from orbitmq.transport.dispatch import Dispatcher, Processor
+
+__all__ = ["ConnectionListener", "Processor", "RemotingServer"]
+
+log = logging.getLogger("orbitmq.transport")
+
+ConnectionListener = Callable[[Connection], None]
+
+
+class RemotingServer:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        name: str = "server",
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_pending_per_code: int = 10000,
+        idle_timeout: float | None = 120.0,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.host = host
+        self.name = name
+        self.max_frame_size = max_frame_size
+        self.idle_timeout = idle_timeout
+        self._requested_port = port
+        self._clock = clock
+        self._dispatcher = Dispatcher(name=name, max_pending_per_code=max_pending_per_code)
+        self._server: asyncio.Server | None = None
+        self._connections: set[Connection] = set()
+        self._on_open: list[ConnectionListener] = []
+        self._on_close: list[ConnectionListener] = []
+        self._idle_task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    # ---- configuration ----------------------------------------------------------------------
+
+    def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
+        """Route requests with `code` to `processor`; at most `limit` may be pending at once."""
+        self._dispatcher.register(code, processor, limit=limit)
+
+    def register_default(self, processor: Processor) -> None:
+        """Route every code without its own processor to `processor`."""
+        self._dispatcher.register_default(processor)
+
+    def add_connection_listener(
+        self, on_open: ConnectionListener | None = None, on_close: ConnectionListener | None = None
+    ) -> None:
+        if on_open is not None:
+            self._on_open.append(on_open)
+        if on_close is not None:
+            self._on_close.append(on_close)
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        return frozenset(self._connections)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_connection, self.host, self._requested_port, reuse_address=True, backlog=1024
+        )
+        sockets = self._server.sockets
+        self.port = sockets[0].getsockname()[1] if sockets else self._requested_port
+        if self.idle_timeout:
+            self._idle_task = loop.create_task(self._close_idle_connections(self.idle_timeout))
+        log.info("%s listening on %s", self.name, self.address)
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection and cancel running processors."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+            self._idle_task = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        connections = list(self._connections)
+        for conn in connections:
+            conn.close("server stopping")
+        await self._dispatcher.stop()
+        for conn in connections:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 5.0)
+        if server is not None:
+            await server.wait_closed()
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _new_connection(self) -> Connection:
+        conn = Connection(
+            request_handler=self._dispatcher.handle,
+            max_frame_size=self.max_frame_size,
+            name=self.name,
+            clock=self._clock,
+            on_open=self._opened,
+        )
+        conn.add_close_callback(self._closed)
+        return conn
+
+    def _opened(self, conn: Connection) -> None:
+        self._connections.add(conn)
+        for listener in self._on_open:
+            try:
+                listener(conn)
+            except Exception:
+                log.exception("%s: connection open listener failed", self.name)
+
+    def _closed(self, conn: Connection) -> None:
+        self._connections.discard(conn)
+        for listener in self._on_close:
+            try:
+                listener(conn)
+            except Exception:
+                log.exception("%s: connection close listener failed", self.name)
+
+    async def _close_idle_connections(self, idle_timeout: float) -> None:
+        interval = max(min(idle_timeout / 4, 10.0), 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            deadline = self._clock.monotonic() - idle_timeout
+            for conn in list(self._connections):
+                if conn.last_activity < deadline:
+                    log.info(
+                        "%s: closing %s idle for more than %ss", self.name, conn.remote_address, idle_timeout
+                    )
+                    conn.close(f"idle for more than {idle_timeout}s")

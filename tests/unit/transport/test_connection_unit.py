@@ -1,0 +1,200 @@
+"""Connection and Dispatcher without sockets: a fake transport records what is written."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import pytest
+
+from orbitmq.common.errors import ConnectError, RequestTimeoutError
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
+from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.transport.connection import Connection, split_address
+from orbitmq.transport.dispatch import Dispatcher
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self, conn: Connection) -> None:
+        super().__init__()
+        self.conn = conn
+        self.written: list[bytes] = []
+        self.closed = False
+        self.aborted = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 5555), "sockname": ("127.0.0.1", 9876)}.get(name, default)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.written.append(b"".join(bytes(piece) for piece in list_of_data))
+
+    def write(self, data: Any) -> None:
+        self.written.append(bytes(data))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.conn.connection_lost(None)
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.close()
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def sent_commands(self) -> list[RemotingCommand]:
+        decoder = FrameDecoder()
+        return [decode_command(f) for chunk in self.written for f in decoder.feed(chunk)]
+
+
+async def settle() -> None:
+    """Let ready callbacks run (sends are flushed one loop iteration later); no real time passes."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def open_connection(dispatcher: Dispatcher | None = None) -> tuple[Connection, FakeTransport]:
+    conn = Connection(request_handler=dispatcher.handle if dispatcher else None)
+    transport = FakeTransport(conn)
+    conn.connection_made(transport)
+    return conn, transport
+
+
+async def test_responses_complete_the_matching_request_in_any_order() -> None:
+    conn, transport = open_connection()
+    requests = [RemotingCommand.request(100 + i) for i in range(3)]
+    waits = [asyncio.ensure_future(conn.invoke(r, timeout=10)) for r in requests]
+    await settle()
+    assert [c.opaque for c in transport.sent_commands()] == [r.opaque for r in requests]
+    assert conn.pending_count == 3
+    # Answer in reverse order, all three in one chunk.
+    chunk = b"".join(
+        encode_command_bytes(RemotingCommand.response(0, remark=str(r.code)).response_to(r))
+        for r in reversed(requests)
+    )
+    conn.data_received(chunk)
+    results = await asyncio.gather(*waits)
+    assert [r.remark for r in results] == ["100", "101", "102"]
+    assert conn.pending_count == 0
+
+
+async def test_timeout_removes_pending_entry() -> None:
+    conn, _ = open_connection()
+    with pytest.raises(RequestTimeoutError):
+        await conn.invoke(RemotingCommand.request(1), timeout=0.0)
+    assert conn.pending_count == 0
+
+
+async def test_cancelled_invoke_removes_pending_entry() -> None:
+    conn, _ = open_connection()
+    task = asyncio.ensure_future(conn.invoke(RemotingCommand.request(1), timeout=10))
+    await asyncio.sleep(0)
+    assert conn.pending_count == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert conn.pending_count == 0
+
+
+async def test_close_fails_pending_and_runs_callbacks_once() -> None:
+    conn, transport = open_connection()
+    reasons: list[str | None] = []
+    conn.add_close_callback(lambda c: reasons.append(c.close_reason))
+    task = asyncio.ensure_future(conn.invoke(RemotingCommand.request(1), timeout=10))
+    await asyncio.sleep(0)
+    conn.close("going away")
+    conn.close("twice")
+    with pytest.raises(ConnectError, match="going away"):
+        await task
+    assert reasons == ["going away"] and transport.closed
+    with pytest.raises(ConnectError):
+        await conn.invoke(RemotingCommand.request(1), timeout=1)
+    late: list[Connection] = []
+    conn.add_close_callback(late.append)  # already closed: called at once
+    assert late == [conn]
+
+
+async def test_broken_frame_aborts_the_connection() -> None:
+    conn, transport = open_connection()
+    conn.data_received(struct.pack(">i", 0x7FFFFFFF))
+    assert conn.closed and transport.aborted
+    assert conn.close_reason is not None and "protocol error" in conn.close_reason
+
+
+async def test_oneway_sets_the_flag() -> None:
+    conn, transport = open_connection()
+    await conn.invoke_oneway(RemotingCommand.request(7))
+    await settle()
+    (sent,) = transport.sent_commands()
+    assert sent.is_oneway and not sent.is_response
+
+
+async def test_flow_control_holds_writers_until_resumed() -> None:
+    conn, transport = open_connection()
+    conn.pause_writing()
+    task = asyncio.ensure_future(conn.invoke_oneway(RemotingCommand.request(7)))
+    await asyncio.sleep(0)
+    assert transport.written == [] and not task.done()
+    conn.resume_writing()
+    await task
+    await settle()
+    assert len(transport.written) == 1
+
+
+async def test_dispatcher_error_answers_and_processor_tasks() -> None:
+    dispatcher = Dispatcher(name="unit")
+    gate = asyncio.Event()
+
+    async def slow(conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        await gate.wait()
+        return RemotingCommand.response(ResponseCode.SUCCESS)
+
+    async def broken(conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        raise ValueError("bad input")
+
+    dispatcher.register(1, slow, limit=1)
+    dispatcher.register(2, broken)
+    conn, transport = open_connection(dispatcher)
+    first, second = RemotingCommand.request(1), RemotingCommand.request(1)
+    unknown, failing = RemotingCommand.request(3), RemotingCommand.request(2)
+    oneway_unknown = RemotingCommand.request(3, oneway=True)
+    conn.data_received(
+        b"".join(encode_command_bytes(c) for c in (first, second, unknown, failing, oneway_unknown))
+    )
+    await settle()
+    answers = {c.opaque: c for c in transport.sent_commands()}
+    assert answers[second.opaque].code == ResponseCode.SYSTEM_BUSY
+    assert answers[unknown.opaque].code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert answers[failing.opaque].code == ResponseCode.SYSTEM_ERROR
+    assert answers[failing.opaque].remark == "ValueError: bad input"
+    assert oneway_unknown.opaque not in answers and first.opaque not in answers
+    gate.set()
+    await settle()
+    answers = {c.opaque: c for c in transport.sent_commands()}
+    assert answers[first.opaque].code == ResponseCode.SUCCESS
+    assert dispatcher.pending(1) == 0
+    await dispatcher.stop()
+
+
+def test_split_address() -> None:
+    assert split_address("127.0.0.1:9876") == ("127.0.0.1", 9876)
+    assert split_address("[::1]:10911") == ("::1", 10911)
+    for bad in ("nohost", ":1", "h:", "h:x"):
+        with pytest.raises(ValueError):
+            split_address(bad)
+
+
+async def test_sends_in_one_iteration_share_one_write_and_close_flushes_first() -> None:
+    conn, transport = open_connection()
+    for code in (1, 2, 3):
+        conn.send(RemotingCommand.request(code, oneway=True))
+    assert transport.written == []  # not yet: flushed once the iteration ends
+    await settle()
+    assert len(transport.written) == 1
+    assert [c.code for c in transport.sent_commands()] == [1, 2, 3]
+    conn.send(RemotingCommand.request(4, oneway=True))
+    conn.close("bye")
+    assert [c.code for c in transport.sent_commands()] == [1, 2, 3, 4]
