@@ -1,0 +1,156 @@
+"""`orbitmq admin SUBCOMMAND [options]`: mqadmin's subcommands and flags over AdminClient.
+
+    orbitmq admin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicA -r 4 -w 4
+    orbitmq admin topicStatus -n 127.0.0.1:9876 -t TopicA --json
+
+Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
+output) and --timeout (seconds per request). Output goes to stdout; a failure prints one line
+`orbitmq admin NAME: error: ...` on stderr and exits 1 (2 for bad arguments), never a traceback for
+anything the user or the cluster got wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from orbitmq.admin import message_commands, topic_commands
+from orbitmq.admin.api import AdminClient, AdminError
+from orbitmq.admin.registry import COMMANDS, Command, Report
+from orbitmq.admin.table import to_json_text
+from orbitmq.common.errors import BrokerError, ClientError, ConnectError, OrbitError, RequestTimeoutError
+from orbitmq.protocol.codes import ResponseCode
+
+# Imported for their @command registrations.
+_SUBCOMMAND_MODULES = (topic_commands, message_commands)
+
+PROG = "orbitmq admin"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() returns the code (usable in-process)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(self, message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise _Exit(status)
+
+
+class _UsageError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        f"usage: {PROG} SUBCOMMAND [-n NAMESRV] [--json] [options]   ({PROG} SUBCOMMAND -h for its options)",
+        "",
+        "subcommands (mqadmin's names and flags):",
+    ]
+    lines += [f"  {name.ljust(width)}  {cmd.help}" for name, cmd in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "-n",
+        "--namesrvAddr",
+        dest="namesrv",
+        help="name server address(es) ip:port, ';'-separated (or NAMESRV_ADDR)",
+    )
+    common.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request (5)")
+    parser = _Parser(prog=PROG, usage=usage(), add_help=False)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help, parents=[common], prog=f"{PROG} {name}")
+        cmd.configure(p)
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse a command line; raises _UsageError/_Exit (main turns them into exit codes)."""
+    return build_parser().parse_args(list(argv))
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for the user: what failed and, for response codes, the code's name."""
+    if isinstance(exc, BrokerError):
+        try:
+            name = ResponseCode(exc.code).name
+        except ValueError:
+            name = "UNKNOWN"
+        where = "the name server" if exc.address in (None, "namesrv") else exc.address
+        remark = (exc.remark or "").strip().splitlines()[0] if exc.remark else "no remark"
+        return f"{where} answered {name} ({exc.code}): {remark}"
+    if isinstance(exc, ConnectError):
+        return f"unreachable: {exc}"
+    if isinstance(exc, RequestTimeoutError):
+        return f"timed out: {exc or 'no response in time'}"
+    return str(exc) or type(exc).__name__
+
+
+async def run_command(cmd: Command, args: argparse.Namespace) -> Report:
+    async with AdminClient(args.namesrv, timeout=args.timeout) as admin:
+        return await cmd.run(admin, args)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    if argv[0] not in COMMANDS:
+        print(f"{PROG}: unknown subcommand {argv[0]!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    try:
+        args = parse_args(argv)
+    except _UsageError as exc:
+        print(exc.parser.format_usage().rstrip(), file=sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except _Exit as exc:
+        return exc.status
+    cmd = COMMANDS[args.command]
+    if _loop_running():
+        raise RuntimeError(
+            "orbitmq.admin.cli.main() runs its own event loop: call AdminClient from async code"
+        )
+    try:
+        report = asyncio.run(run_command(cmd, args))
+    except (OrbitError, OSError) as exc:  # AdminError, ClientError, BrokerError, Connect/Timeout
+        print(f"{PROG} {cmd.name}: error: {error_text(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {cmd.name}: interrupted", file=sys.stderr)
+        return 130
+    print(to_json_text(report.data) if args.json else report.text)
+    return 0
+
+
+__all__ = ["AdminError", "ClientError", "build_parser", "error_text", "main", "parse_args", "usage"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Text output of `orbitmq admin`: aligned tables as mqadmin prints them, key/value blocks, times.
+
+Pure string functions: no I/O, nothing about RocketMQ beyond how mqadmin lays its output out.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+
+import orjson
+
+COLUMN_GAP = "  "
+
+
+def cell(value: object) -> str:
+    """A value as a table cell: None and "" as "-", booleans lowercase (as Java prints them)."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value).replace("\n", "\\n")
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Columns left-aligned to the widest cell, two spaces apart; the last column is not padded.
+
+    An empty `rows` still prints the header line, so scripts can tell "nothing" from "failed"."""
+    text_rows = [[cell(v) for v in row] for row in rows]
+    for row in text_rows:
+        if len(row) != len(headers):
+            raise ValueError(f"row has {len(row)} cells, the table has {len(headers)} columns")
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        for i, text in enumerate(row):
+            widths[i] = max(widths[i], len(text))
+    lines = []
+    for row in [list(headers), *text_rows]:
+        padded = [text.ljust(widths[i]) for i, text in enumerate(row[:-1])]
+        lines.append(COLUMN_GAP.join([*padded, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def format_pairs(pairs: Mapping[str, object] | Iterable[tuple[str, object]], *, sep: str = ": ") -> str:
+    """`key<pad>: value` lines with the separators aligned (brokerStatus, message details)."""
+    items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+    if not items:
+        return ""
+    width = max(len(k) for k, _ in items)
+    return "\n".join(f"{k.ljust(width)}{sep}{cell(v)}".rstrip() for k, v in items)
+
+
+def format_timestamp(ms: int) -> str:
+    """Epoch ms as local `yyyy-MM-dd HH:mm:ss,SSS` (mqadmin's UtilAll.formatDate); 0 or less as "-"."""
+    if ms <= 0:
+        return "-"
+    try:
+        dt = datetime.datetime.fromtimestamp(ms / 1000)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return dt.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}"
+
+
+def parse_time(text: str, *, now_ms: int) -> int:
+    """A time argument: epoch ms, `now`, or mqadmin's `yyyy-MM-dd#HH:mm:ss:SSS` (local time;
+    `yyyy-MM-dd#HH:mm:ss` and `yyyy-MM-dd` also accepted). ValueError with the accepted forms."""
+    text = text.strip()
+    if text == "now":
+        return now_ms
+    if text.lstrip("-").isdigit():
+        return int(text)
+    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", "%Y-%m-%d#%H:%M:%S", "%Y-%m-%d"):
+        try:
+            dt = datetime.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return int(dt.timestamp() * 1000)
+    raise ValueError(f"bad time {text!r}: use epoch milliseconds, 'now' or yyyy-MM-dd#HH:mm:ss:SSS")
+
+
+def to_json_text(data: object) -> str:
+    """Indented JSON for `--json` (non-string keys stringified)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
