@@ -1,0 +1,287 @@
+"""BrokerApp: the broker's composition root (RocketMQ's BrokerController).
+
+Owns the remoting server, the message store, the broker's tables (topics, subscription groups,
+consumer offsets, client registries, orderly locks), the long-polling hold service, the schedule
+(delay level) service and every background task. `start()` binds the port first (listenPort=0 picks a
+free one), then opens the store with the real `brokerIP1:port` as store host, loads the config files,
+starts the services and registers with every nameserver. `stop()` shuts down in the order that loses
+nothing: answer held pulls, stop accepting, cancel and await the services, unregister, persist every
+table, shut the store down (which removes `abort`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from orbitmq.broker.client_registry import ClientChannelInfo, ConsumerRegistry, ProducerRegistry
+from orbitmq.broker.config import BrokerConfig, parse_delay_levels
+from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
+from orbitmq.broker.locks import RebalanceLockManager
+from orbitmq.broker.long_polling import PullRequestHoldService
+from orbitmq.broker.subscription_groups import SubscriptionGroupManager
+from orbitmq.broker.topics import TopicConfig, TopicConfigManager
+from orbitmq.broker.transaction import processor as end_transaction
+from orbitmq.broker.transaction.check import TransactionalMessageCheckService
+from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.protocol.codes import RequestCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.store.config import StoreConfig
+from orbitmq.store.message_store import MessageStore
+from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.connection import Connection
+from orbitmq.transport.server import RemotingServer
+
+log = logging.getLogger("orbitmq.broker")
+
+BROKER_VERSION_DESC = "V4_9_7"
+
+
+class BrokerApp:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
+        self.topics = TopicConfigManager(config, clock=clock)
+        self.subscription_groups = SubscriptionGroupManager(
+            config.config_dir, auto_create=config.auto_create_subscription_group, clock=clock
+        )
+        self.offsets = ConsumerOffsetManager(config.config_dir)
+        self.producers = ProducerRegistry()
+        self.consumers = ConsumerRegistry(self._consumer_ids_changed)
+        self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
+        self.server = RemotingServer(
+            config.broker_ip1, config.listen_port, name=f"broker {config.broker_name}", clock=clock
+        )
+        self.outbound = RemotingClient(name=f"broker {config.broker_name} outbound", clock=clock)
+        self._store: MessageStore | None = None
+        self.hold: PullRequestHoldService | None = None
+        self.started_ms = 0
+        self.stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._side_tasks: set[asyncio.Task[Any]] = set()
+        # Late imports keep the services' modules (and their imports) out of this module's namespace.
+        from orbitmq.broker.services.registration import RegistrationService
+        from orbitmq.broker.services.replication import ReplicationService
+        from orbitmq.broker.services.schedule import ScheduleMessageService
+
+        self.registration = RegistrationService(self)
+        self.replication = ReplicationService(self)
+        self._transactions: TransactionalMessageService | None = None
+        self.schedule = ScheduleMessageService(self)
+
+    # ------------------------------------------------------------------------------------ address
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.config.broker_ip1}:{self.server.port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        port = self.replication.ha_port
+        return f"{self.config.broker_ip2}:{port if port is not None else self.server.port + 1}"
+
+    @property
+    def ha_listen_addr(self) -> str | None:
+        """Where the HA listener is bound (masters only)."""
+        port = self.replication.ha_port
+        return None if port is None else f"{self.config.broker_ip1}:{port}"
+
+    @property
+    def transactions(self) -> TransactionalMessageService:
+        if self._transactions is None:
+            raise RuntimeError("the broker is not started")
+        return self._transactions
+
+    def _producer_channels(self, group: str) -> list[object]:
+        return [info.channel for info in self.producers.groups.get(group, {}).values()]
+
+    @property
+    def store(self) -> MessageStore:
+        if self._store is None:
+            raise RuntimeError("the broker is not started")
+        return self._store
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        from orbitmq.broker.processors import admin, client, locks, offsets, pull, query, send
+
+        for module in (send, pull, offsets, client, locks, query, admin):
+            module.register(self.server, self)
+        self.server.add_connection_listener(on_close=self._connection_closed)
+        await self.server.start()
+        # Everything below runs before the loop gets a chance to dispatch a request to the new server.
+        store_props = self.config.store_properties()
+        store_props["haListenPort"] = str(self.server.port + 1)
+        store_config = StoreConfig.from_properties(store_props)
+        self._store = MessageStore(
+            store_config, clock=self.clock, store_host=(self.config.broker_ip1, self.port)
+        )
+        try:
+            self._store.load()
+            self.topics.load()
+            self.subscription_groups.load()
+            self.offsets.load()
+            self.schedule.load()
+            self._store.start()
+        except BaseException:
+            await self.server.stop()
+            raise
+        self.hold = PullRequestHoldService(
+            self._wake_held_pull,
+            self._store.get_max_offset_in_queue,
+            check_interval=5.0
+            if self.config.long_polling_enable
+            else self.config.short_polling_time_mills / 1000,
+            clock=self.clock,
+        )
+        self._store.add_arrival_listener(self._message_arrived)
+        c = self.config
+        tx_config = TransactionConfig(
+            check_interval_ms=c.transaction_check_interval,
+            timeout_ms=c.transaction_time_out,
+            check_max=c.transaction_check_max,
+            file_reserved_hours=c.file_reserved_time,
+        )
+        self._transactions = TransactionalMessageService(
+            self._store, self.topics, self.offsets, config=tx_config, clock=self.clock
+        )
+        end_transaction.register(self.server, self._transactions, is_slave=lambda: self.config.is_slave)
+        try:
+            await self.replication.start()
+        except BaseException:
+            await self.server.stop()
+            self._store.shutdown()
+            self._store = None
+            raise
+        self.topics.add_created_listener(self._topic_created)
+        self.started_ms = self.clock.now_ms()
+        from orbitmq.broker.services.housekeeping import (
+            client_housekeeping_loop,
+            persist_loop,
+            retention_loop,
+        )
+
+        self._spawn(self.hold.run(), "long polling")
+        self._spawn(persist_loop(self), "persist")
+        self._spawn(retention_loop(self), "retention")
+        self._spawn(client_housekeeping_loop(self), "client housekeeping")
+        if self.config.is_slave:
+            self._spawn(self.replication.slave_sync_loop(), "slave sync")
+        else:
+            self._spawn(self.schedule.run(), "schedule")
+            check = TransactionalMessageCheckService(self.transactions, self._producer_channels)
+            self._spawn(check.run(), "transaction check")
+        await self.registration.register_all(timeout=3.0)
+        self._spawn(self.registration.run(), "registration")
+        log.info(
+            "broker %s started on %s (store %s)",
+            self.config.broker_name,
+            self.broker_addr,
+            self.config.store_path_root_dir,
+        )
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._guard(coro, name), name=f"broker {name}")
+        self._tasks.append(task)
+
+    async def _guard(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("broker service %s died", name)
+
+    def spawn_side_task(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Fire-and-forget work (notifications, re-registration); kept referenced until done."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def stop(self) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        if self.hold is not None:
+            self.hold.stop()  # answers every held pull before the connections go
+            if self._side_tasks:
+                await asyncio.wait(list(self._side_tasks), timeout=2.0)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self._store is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.registration.unregister_all(), 3.0)
+        await self.server.stop()
+        await self.replication.stop()
+        for task in list(self._side_tasks):
+            task.cancel()
+        if self._side_tasks:
+            await asyncio.gather(*self._side_tasks, return_exceptions=True)
+        await self.outbound.close()
+        if self._store is not None:
+            for persist in (
+                self.offsets.persist,
+                self.topics.persist,
+                self.subscription_groups.persist,
+                self.schedule.persist,
+            ):
+                try:
+                    persist()
+                except Exception:
+                    log.exception("persisting broker state at shutdown failed")
+            self._store.shutdown()
+            self._store = None
+        log.info("broker %s stopped", self.config.broker_name)
+
+    # ---------------------------------------------------------------------------------- callbacks
+    def _message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+        hold = self.hold
+        if hold is not None:
+            hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+
+    def _wake_held_pull(self, held: Any) -> None:
+        from orbitmq.broker.processors.pull import answer_held_pull
+
+        self.spawn_side_task(answer_held_pull(self, held))
+
+    def _topic_created(self, tc: TopicConfig) -> None:
+        if self._store is not None and not self.stopping:
+            self.spawn_side_task(self.registration.register_all(timeout=3.0))
+
+    def _connection_closed(self, conn: Connection) -> None:
+        self.producers.channel_closed(conn)
+        self.consumers.channel_closed(conn, self.notify_enabled)
+
+    def notify_enabled(self, group: str) -> bool:
+        if not self.config.notify_consumer_ids_changed_enable:
+            return False
+        cfg = self.subscription_groups.table.get(group)
+        return cfg is None or cfg.notify_consumer_ids_changed_enable
+
+    def _consumer_ids_changed(self, group: str, members: list[ClientChannelInfo]) -> None:
+        if self.stopping:
+            return
+        for info in members:
+            conn = info.channel
+            if isinstance(conn, Connection) and not conn.closed:
+                request = RemotingCommand.request(
+                    RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+                )
+                self.spawn_side_task(self._notify_one(conn, request))
+
+    @staticmethod
+    async def _notify_one(conn: Connection, request: RemotingCommand) -> None:
+        with contextlib.suppress(Exception):
+            await conn.invoke_oneway(request)

@@ -1,0 +1,290 @@
+"""BrokerConfig: a RocketMQ `broker.conf` read into typed fields, with RocketMQ 4.9.7's defaults.
+
+Property names are RocketMQ's camelCase names (brokerClusterName, namesrvAddr, listenPort, brokerIP1,
+storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchanged. Unknown keys are kept
+(`extra`) and reported back by GET_BROKER_CONFIG; the store reads its own keys from `properties()` via
+`StoreConfig.from_properties`.
+
+A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
+heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
+`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval).
+
+This module knows nothing of sockets, the store or request codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+# snake_case attribute -> camelCase property, where the mechanical conversion gets it wrong.
+_CAMEL_EXCEPTIONS = {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"}
+
+
+def _camel(name: str) -> str:
+    special = _CAMEL_EXCEPTIONS.get(name)
+    if special:
+        return special
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _default_broker_name() -> str:
+    try:
+        return socket.gethostname() or "broker-a"
+    except OSError:  # pragma: no cover - gethostname practically never fails
+        return "broker-a"
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = field(default_factory=_default_broker_name)
+    broker_id: int = 0
+    namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    listen_port: int = 10911
+    broker_ip1: str = "127.0.0.1"
+    broker_ip2: str = "127.0.0.1"
+    ha_listen_port: int = 10912
+    store_path_root_dir: str = field(default_factory=lambda: str(Path.home() / "store"))
+    store_path_commit_log: str | None = None
+    flush_disk_type: str = "ASYNC_FLUSH"
+    broker_role: str = "ASYNC_MASTER"
+    sync_flush_timeout: int = 5000
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    mapped_file_size_commit_log: int = 1073741824
+    mapped_file_size_consume_queue: int = 6000000
+    max_message_size: int = 4194304
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    flush_delay_offset_interval: int = 10000
+    default_query_max_num: int = 32
+    broker_permission: int = 6
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    trace_topic_enable: bool = False
+    flush_consumer_offset_interval: int = 5000
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    register_name_server_period: int = 30000
+    register_broker_timeout_mills: int = 6000
+    force_register: bool = True
+    compressed_register: bool = False
+    slave_read_enable: bool = False
+    enable_property_filter: bool = False
+    reject_transaction_message: bool = False
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60000
+    store_reply_message_enable: bool = True
+    acl_enable: bool = False
+    # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
+    client_channel_expired_timeout: int = 120000
+    client_housekeeping_interval: int = 10000
+    rebalance_lock_max_live_time: int = 60000
+    retention_check_interval: int = 10000
+    # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
+    extra: dict[str, str] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------------------------------- reading
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build from RocketMQ property names; raises ValueError naming a key whose value is malformed."""
+        config = cls()
+        config.update(props)
+        return config
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> BrokerConfig:
+        return cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
+
+    def update(self, props: Mapping[str, str]) -> list[str]:
+        """Apply properties (as UPDATE_BROKER_CONFIG does); returns the known keys that changed."""
+        by_camel = _fields_by_camel()
+        changed: list[str] = []
+        for key, raw in props.items():
+            name = key.strip()
+            value = raw.strip()
+            attr = by_camel.get(name)
+            if attr is None:
+                self.extra[name] = value
+                continue
+            kind = _FIELD_TYPES[attr]
+            try:
+                converted = _convert(value, kind)
+            except ValueError as exc:
+                raise ValueError(f"broker config {name}={value!r}: {exc}") from None
+            if getattr(self, attr) != converted:
+                setattr(self, attr, converted)
+                changed.append(name)
+        if self.broker_role in ("ASYNC_MASTER", "SYNC_MASTER"):
+            self.broker_id = 0  # RocketMQ forces masters to id 0
+        return changed
+
+    # ----------------------------------------------------------------------------------------- derived
+    @property
+    def namesrv_addresses(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    @property
+    def config_dir(self) -> Path:
+        return Path(self.store_path_root_dir) / "config"
+
+    def properties(self) -> dict[str, str]:
+        """Every property as RocketMQ names it (known fields first, then unknown keys)."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None:
+                out[_camel(f.name)] = ""
+            elif isinstance(value, bool):
+                out[_camel(f.name)] = "true" if value else "false"
+            else:
+                out[_camel(f.name)] = str(value)
+        out.update(self.extra)
+        return out
+
+    def store_properties(self) -> dict[str, str]:
+        """The properties handed to `StoreConfig.from_properties` (None values dropped)."""
+        return {k: v for k, v in self.properties().items() if v != ""}
+
+
+_FIELD_TYPES: dict[str, Any] = {}
+
+
+def _fields_by_camel() -> dict[str, str]:
+    if not _FIELD_TYPES:
+        hints = {"str": str, "int": int, "bool": bool, "str | None": str}
+        for f in dataclasses.fields(BrokerConfig):
+            if f.name != "extra":
+                _FIELD_TYPES[f.name] = hints[str(f.type)]
+    return {_camel(name): name for name in _FIELD_TYPES}
+
+
+def _convert(value: str, kind: Any) -> Any:
+    if kind is bool:
+        lowered = value.lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise ValueError("expected true or false")
+    if kind is int:
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError("expected an integer") from None
+    return value
+
+
+# ---------------------------------------------------------------------------------- properties text
+def parse_properties_text(text: str) -> dict[str, str]:
+    """Java `Properties.load` subset: `key=value`, `key: value` or `key value`; `#`/`!` comments;
+    a trailing backslash continues a line; common escapes (\\t \\n \\\\ \\= \\:)."""
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.lstrip() if pending else raw.strip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if _ends_with_continuation(line):
+            pending = line[:-1]
+            continue
+        pending = ""
+        key, value = _split_key_value(line)
+        if key:
+            out[key] = value
+    if pending:
+        key, value = _split_key_value(pending)
+        if key:
+            out[key] = value
+    return out
+
+
+def _ends_with_continuation(line: str) -> bool:
+    backslashes = len(line) - len(line.rstrip("\\"))
+    return backslashes % 2 == 1
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    i = 0
+    key_chars: list[str] = []
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and i + 1 < len(line):
+            key_chars.append(_unescape_char(line[i + 1]))
+            i += 2
+            continue
+        if c in "=: \t":
+            break
+        key_chars.append(c)
+        i += 1
+    rest = line[i:].lstrip(" \t")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t")
+    return "".join(key_chars), _unescape(rest)
+
+
+def _unescape_char(c: str) -> str:
+    return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c)
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        if s[i] == "\\" and i + 1 < len(s):
+            out.append(_unescape_char(s[i + 1]))
+            i += 2
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def format_properties_text(props: Iterable[tuple[str, str]]) -> str:
+    """`key=value` lines, as GET_BROKER_CONFIG returns them."""
+    return "".join(f"{k}={v}\n" for k, v in props)
+
+
+# ------------------------------------------------------------------------------------- delay levels
+_UNITS_MS = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """`messageDelayLevel` ("1s 5s ... 2h") -> delay in ms per level (index 0 = level 1)."""
+    levels: list[int] = []
+    for token in text.split(" "):
+        if not token:
+            continue
+        unit = _UNITS_MS.get(token[-1])
+        if unit is None:
+            raise ValueError(f"messageDelayLevel: bad unit in {token!r} (use s, m, h or d)")
+        try:
+            amount = int(token[:-1])
+        except ValueError:
+            raise ValueError(f"messageDelayLevel: bad number in {token!r}") from None
+        levels.append(amount * unit)
+    if not levels:
+        raise ValueError("messageDelayLevel is empty")
+    return levels

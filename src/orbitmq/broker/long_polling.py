@@ -1,0 +1,138 @@
+"""PullRequestHoldService: long polling for PULL_MESSAGE (RocketMQ's PullRequestHoldService).
+
+A pull that finds nothing new (and may be suspended) is held here under `topic@queueId`. It is
+re-processed (answered) when:
+- the store reports an arrival on that queue past the requested offset whose tags code matches the
+  pull's subscription (`notify_message_arriving`, called by the store's arrival listener right after
+  dispatch, so a waiting consumer hears of a message within milliseconds), or
+- its suspend timeout ends (checked at each request's own deadline, at the latest every 5 s), or
+- the service stops (every held pull is answered, so clients are not left waiting for a dead broker).
+
+Re-processing is the pull processor's job (`wake` callback); this module only keeps the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from orbitmq.broker.client_registry import Subscription
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class HeldPull:
+    conn: Any
+    request: Any
+    topic: str
+    queue_id: int
+    pull_from_offset: int
+    deadline: float  # monotonic seconds
+    subscription: Subscription | None
+
+
+class PullRequestHoldService:
+    def __init__(
+        self,
+        wake: Callable[[HeldPull], None],
+        max_offset: Callable[[str, int], int],
+        *,
+        check_interval: float = 5.0,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._wake = wake
+        self._max_offset = max_offset
+        self._check_interval = check_interval
+        self._clock = clock
+        self.table: dict[str, list[HeldPull]] = {}
+        self._changed = asyncio.Event()
+        self._stopped = False
+
+    @staticmethod
+    def key(topic: str, queue_id: int) -> str:
+        return f"{topic}@{queue_id}"
+
+    @property
+    def held_count(self) -> int:
+        return sum(len(v) for v in self.table.values())
+
+    def hold(self, held: HeldPull) -> None:
+        if self._stopped:
+            self._wake(held)
+            return
+        self.table.setdefault(self.key(held.topic, held.queue_id), []).append(held)
+        self._changed.set()
+
+    def notify_message_arriving(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
+    ) -> None:
+        """A message reached the queue (or the periodic check asks): answer the pulls it satisfies."""
+        key = self.key(topic, queue_id)
+        held = self.table.get(key)
+        if not held:
+            return
+        now = self._clock.monotonic()
+        keep: list[HeldPull] = []
+        ready: list[HeldPull] = []
+        for h in held:
+            if (
+                max_offset > h.pull_from_offset
+                and (h.subscription is None or h.subscription.matches_tags_code(tags_code))
+            ) or now >= h.deadline:
+                ready.append(h)
+            else:
+                keep.append(h)
+        if keep:
+            self.table[key] = keep
+        else:
+            del self.table[key]
+        for h in ready:
+            self._safe_wake(h)
+
+    def _safe_wake(self, h: HeldPull) -> None:
+        try:
+            self._wake(h)
+        except Exception:
+            log.exception("re-processing a held pull for %s@%d failed", h.topic, h.queue_id)
+
+    def check_all(self) -> None:
+        for key in list(self.table):
+            topic, _, qid = key.rpartition("@")
+            try:
+                max_offset = self._max_offset(topic, int(qid))
+            except Exception:
+                log.exception("max offset of %s failed", key)
+                max_offset = 0
+            self.notify_message_arriving(topic, int(qid), max_offset, None)
+
+    def _earliest_deadline(self) -> float | None:
+        deadlines = [h.deadline for held in self.table.values() for h in held]
+        return min(deadlines) if deadlines else None
+
+    async def run(self) -> None:
+        """The service loop: wakes at the earliest deadline, or every `check_interval` at the latest."""
+        while True:
+            earliest = self._earliest_deadline()
+            timeout = self._check_interval
+            if earliest is not None:
+                timeout = max(0.0, min(timeout, earliest - self._clock.monotonic()))
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout)
+                continue  # a new hold may carry an earlier deadline: recompute
+            except TimeoutError:
+                pass
+            self.check_all()
+
+    def stop(self) -> None:
+        """Answer every held pull now (each answers NOT_FOUND unless something arrived)."""
+        self._stopped = True
+        table, self.table = self.table, {}
+        for held in table.values():
+            for h in held:
+                self._safe_wake(h)

@@ -1,0 +1,85 @@
+"""`orbitmq broker`: run a Broker from a RocketMQ broker.conf until SIGTERM/SIGINT.
+
+    orbitmq broker -c broker.conf [-n "ns1:9876;ns2:9876"] [--port PORT] [--store DIR]
+
+The first line on stdout is `broker NAME listening on IP:PORT` (flushed): tools and orbitmq.testing
+read the real port from it (listenPort=0 picks a free one). Exit code 0 after a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from orbitmq.broker.config import BrokerConfig
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="orbitmq broker", description="Run an orbitmq Broker.")
+    parser.add_argument("-c", "--config", help="broker.conf (Java properties, RocketMQ names)")
+    parser.add_argument("-n", "--namesrv", help="nameserver addresses, ';'-separated (overrides namesrvAddr)")
+    parser.add_argument(
+        "-p", "--port", type=int, help="listen port (overrides listenPort; 0 = pick a free port)"
+    )
+    parser.add_argument("--store", help="store root directory (overrides storePathRootDir)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    config = BrokerConfig.from_file(args.config) if args.config else BrokerConfig()
+    overrides: dict[str, str] = {}
+    if args.namesrv:
+        overrides["namesrvAddr"] = args.namesrv
+    if args.port is not None:
+        overrides["listenPort"] = str(args.port)
+    if args.store:
+        overrides["storePathRootDir"] = args.store
+    config.update(overrides)
+    return config
+
+
+async def serve(config: BrokerConfig) -> None:
+    from orbitmq.broker.app import BrokerApp
+
+    app = BrokerApp(config)
+    await app.start()
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stop.set)
+    # Handlers first: a signal sent as soon as the address is printed must stop us cleanly.
+    print(f"broker {config.broker_name} listening on {app.broker_addr}", flush=True)
+    if app.ha_listen_addr is not None:
+        print(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            running.remove_signal_handler(sig)
+        await app.stop()
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = build_config(args)
+    except (OSError, ValueError) as exc:
+        print(f"orbitmq broker: {exc}", file=sys.stderr)
+        return 2
+    from orbitmq.transport import loop
+
+    try:
+        loop.run(serve(config))
+    except OSError as exc:
+        print(f"orbitmq broker: {exc}", file=sys.stderr)
+        return 1
+    return 0

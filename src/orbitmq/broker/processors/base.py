@@ -1,0 +1,112 @@
+"""What every broker processor shares: typed access to ext fields and error answers.
+
+`Fields` reads the custom header (all values strings on the wire, as decode_command stores them) and
+raises `BadRequest` naming the field, as RocketMQ's "the custom field <x> is null". `guarded` turns a
+`BadRequest` raised anywhere in a processor into the response it carries, so validation code can stop
+early with one `raise`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from functools import wraps
+
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.transport.connection import Connection
+
+Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+class BadRequest(Exception):
+    """Stop processing and answer `code` with `remark`."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def error(code: int, remark: str) -> RemotingCommand:
+    return RemotingCommand.response(code, remark)
+
+
+def success(
+    ext: Mapping[str, str] | None = None, body: bytes = b"", remark: str | None = None
+) -> RemotingCommand:
+    return RemotingCommand.response(ResponseCode.SUCCESS, remark, ext, body)
+
+
+def guarded(handler: Handler) -> Handler:
+    @wraps(handler)
+    async def run(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        try:
+            return await handler(conn, request)
+        except BadRequest as bad:
+            return error(bad.code, bad.remark)
+
+    return run
+
+
+class Fields:
+    """Typed, validated access to a request's ext fields."""
+
+    __slots__ = ("ext",)
+
+    def __init__(self, ext: Mapping[str, str] | None) -> None:
+        self.ext = ext or {}
+
+    def _raw(self, name: str) -> str | None:
+        value = self.ext.get(name)
+        if value is None or value == "null":
+            return None
+        return value
+
+    def req_str(self, name: str) -> str:
+        value = self._raw(name)
+        if value is None:
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"the custom field {name} is null")
+        return value
+
+    def opt_str(self, name: str, default: str | None = None) -> str | None:
+        value = self._raw(name)
+        return default if value is None else value
+
+    def _number(self, name: str, value: str, lo: int, hi: int) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise BadRequest(
+                ResponseCode.SYSTEM_ERROR, f"the custom field {name} is not a number: {value[:64]!r}"
+            ) from None
+        if not lo <= number <= hi:
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"the custom field {name} is out of range: {number}")
+        return number
+
+    def req_int(self, name: str) -> int:
+        return self._number(name, self.req_str(name), _INT_MIN, _INT_MAX)
+
+    def req_long(self, name: str) -> int:
+        return self._number(name, self.req_str(name), _LONG_MIN, _LONG_MAX)
+
+    def opt_int(self, name: str, default: int) -> int:
+        value = self._raw(name)
+        return default if value is None else self._number(name, value, _INT_MIN, _INT_MAX)
+
+    def opt_long(self, name: str, default: int) -> int:
+        value = self._raw(name)
+        return default if value is None else self._number(name, value, _LONG_MIN, _LONG_MAX)
+
+    def opt_bool(self, name: str, default: bool = False) -> bool:
+        value = self._raw(name)
+        if value is None:
+            return default
+        lowered = value.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise BadRequest(
+            ResponseCode.SYSTEM_ERROR, f"the custom field {name} is not a boolean: {value[:64]!r}"
+        )

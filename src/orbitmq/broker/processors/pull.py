@@ -1,0 +1,235 @@
+"""PULL_MESSAGE: pre-checks, TAG filtering, long polling, offset commit piggyback, zero-copy bodies.
+
+Order of checks and the store-status -> response-code mapping follow fact sheet 3.4. A pull that finds
+nothing (PULL_NOT_FOUND) with FLAG_SUSPEND is held by the PullRequestHoldService and answered later by
+`answer_held_pull` (re-processed once, without suspend permission and without committing again).
+FOUND responses carry the store's memoryviews as `body_parts`: the records are never copied here.
+Every response carries suggestWhichBrokerId, nextBeginOffset, minOffset and maxOffset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from orbitmq.broker.client_registry import Subscription, parse_subscription
+from orbitmq.broker.long_polling import HeldPull
+from orbitmq.broker.processors.base import BadRequest, Fields, guarded
+from orbitmq.broker.topics import is_readable
+from orbitmq.message.hashing import java_string_hash
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.transport.connection import Connection
+
+if TYPE_CHECKING:
+    from orbitmq.broker.app import BrokerApp
+    from orbitmq.transport.server import RemotingServer
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+
+def register(server: RemotingServer, app: BrokerApp) -> None:
+    async def process(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        return process_pull(app, conn, request, allow_suspend=True)
+
+    server.register(RequestCode.PULL_MESSAGE, guarded(process), limit=100000)
+
+
+async def answer_held_pull(app: BrokerApp, held: HeldPull) -> None:
+    conn: Connection = held.conn
+    request: RemotingCommand = held.request
+    if conn.closed:
+        return
+    try:
+        response = process_pull(app, conn, request, allow_suspend=False)
+    except BadRequest as bad:
+        response = _pull_response(bad.code, bad.remark, next_offset=0, min_offset=0, max_offset=0)
+    except Exception as exc:
+        response = _pull_response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}", 0, 0, 0)
+    if response is not None and not conn.closed:
+        await conn.drain()
+        conn.send(response.response_to(request))
+
+
+def _pull_response(
+    code: int, remark: str | None, next_offset: int, min_offset: int, max_offset: int, *, suggest: int = 0
+) -> RemotingCommand:
+    return RemotingCommand.response(
+        code,
+        remark,
+        {
+            "suggestWhichBrokerId": str(suggest),
+            "nextBeginOffset": str(next_offset),
+            "minOffset": str(min_offset),
+            "maxOffset": str(max_offset),
+        },
+    )
+
+
+def process_pull(
+    app: BrokerApp, conn: Connection, request: RemotingCommand, *, allow_suspend: bool
+) -> RemotingCommand | None:
+    f = Fields(request.ext_fields)
+    group = f.req_str("consumerGroup")
+    topic = f.req_str("topic")
+    queue_id = f.req_int("queueId")
+    queue_offset = f.req_long("queueOffset")
+    max_msg_nums = f.req_int("maxMsgNums")
+    sys_flag = f.req_int("sysFlag")
+    commit_offset = f.req_long("commitOffset")
+    suspend_timeout = f.req_long("suspendTimeoutMillis")
+    sub_version = f.req_long("subVersion")
+    expression = f.opt_str("subscription")
+    expression_type = f.opt_str("expressionType") or "TAG"
+
+    def fail(code: int, remark: str) -> BadRequest:
+        return BadRequest(code, remark)
+
+    config = app.config
+    try:
+        if not is_readable(config.broker_permission):
+            raise fail(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] pulling message is forbidden"
+            )
+        group_cfg = app.subscription_groups.find(group)
+        if group_cfg is None:
+            raise fail(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+            )
+        if not group_cfg.consume_enable:
+            raise fail(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        tc = app.topics.select(topic)
+        if tc is None:
+            raise fail(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not is_readable(tc.perm):
+            raise fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            raise fail(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{tc.read_queue_nums}] consumer:[{conn.remote_address}]",
+            )
+        if max_msg_nums <= 0:
+            raise fail(ResponseCode.SYSTEM_ERROR, f"maxMsgNums[{max_msg_nums}] is illegal")
+        subscription = _subscription(
+            app,
+            group,
+            topic=topic,
+            sys_flag=sys_flag,
+            expression=expression,
+            expression_type=expression_type,
+            sub_version=sub_version,
+            broadcast_allowed=group_cfg.consume_broadcast_enable,
+        )
+    except BadRequest as bad:
+        return _pull_response(bad.code, bad.remark, queue_offset, 0, 0)
+
+    message_filter: Callable[[int], bool] | None = None
+    if subscription is not None and subscription.code_set and subscription.sub_string != "*":
+        message_filter = subscription.matches_tags_code
+    store = app.store
+    result = store.get_messages(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
+    status = result.status.name
+    next_offset = result.next_begin_offset
+    if status == "FOUND":
+        code = ResponseCode.SUCCESS
+    elif status in ("MESSAGE_WAS_REMOVING", "NO_MATCHED_MESSAGE"):
+        code = ResponseCode.PULL_RETRY_IMMEDIATELY
+    elif status in ("NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"):
+        code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    elif status in ("OFFSET_FOUND_NULL", "OFFSET_OVERFLOW_ONE"):
+        code = ResponseCode.PULL_NOT_FOUND
+    elif status in ("OFFSET_OVERFLOW_BADLY", "OFFSET_TOO_SMALL"):
+        code = ResponseCode.PULL_OFFSET_MOVED
+    else:
+        code = ResponseCode.SYSTEM_ERROR
+
+    suggest = 0
+    if config.slave_read_enable:
+        suggest = (
+            group_cfg.which_broker_when_consume_slowly
+            if result.suggest_pull_from_slave
+            else group_cfg.broker_id
+        )
+    if config.is_slave and code == ResponseCode.PULL_OFFSET_MOVED:
+        # A slave does not correct offsets (offsetCheckInSlave=false): try again, at the master.
+        code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        next_offset = queue_offset
+        suggest = group_cfg.broker_id
+
+    if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not config.is_slave and commit_offset >= 0:
+        app.offsets.commit_offset(group, topic, queue_id, commit_offset)
+
+    if (
+        code == ResponseCode.PULL_NOT_FOUND
+        and allow_suspend
+        and sys_flag & FLAG_SUSPEND
+        and app.hold is not None
+    ):
+        timeout_ms = suspend_timeout if config.long_polling_enable else config.short_polling_time_mills
+        app.hold.hold(
+            HeldPull(
+                conn=conn,
+                request=request,
+                topic=topic,
+                queue_id=queue_id,
+                pull_from_offset=queue_offset,
+                deadline=app.clock.monotonic() + max(timeout_ms, 0) / 1000,
+                subscription=subscription,
+            )
+        )
+        return None
+
+    response = _pull_response(
+        code, status, next_offset, result.min_offset, result.max_offset, suggest=suggest
+    )
+    if code == ResponseCode.SUCCESS:
+        response.body_parts = list(result.buffers)
+    return response
+
+
+def _subscription(
+    app: BrokerApp,
+    group: str,
+    *,
+    topic: str,
+    sys_flag: int,
+    expression: str | None,
+    expression_type: str,
+    sub_version: int,
+    broadcast_allowed: bool,
+) -> Subscription | None:
+    if expression_type.upper() != "TAG" and not app.config.enable_property_filter:
+        raise BadRequest(
+            ResponseCode.SYSTEM_ERROR,
+            f"The broker does not support consumer to filter message by {expression_type}",
+        )
+    if sys_flag & FLAG_SUBSCRIPTION:
+        try:
+            return parse_subscription(topic, expression, expression_type, sub_version, java_string_hash)
+        except Exception as exc:
+            raise BadRequest(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+            ) from None
+    info = app.consumers.get(group)
+    if info is None:
+        raise BadRequest(
+            ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, group: {group}"
+        )
+    if not broadcast_allowed and info.message_model == "BROADCASTING":
+        raise BadRequest(
+            ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way"
+        )
+    sub = info.subscriptions.get(topic)
+    if sub is None:
+        raise BadRequest(
+            ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, group: {group}"
+        )
+    if sub.sub_version < sub_version:
+        raise BadRequest(
+            ResponseCode.SUBSCRIPTION_NOT_LATEST,
+            f"the consumer's subscription not latest, group: {group} {sub.sub_version} < {sub_version}",
+        )
+    return sub

@@ -1,0 +1,479 @@
+"""SEND_MESSAGE (V1 header), SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK.
+
+Send path (RocketMQ's SendMessageProcessor): broker write permission, topic name and forbidden system
+topics, topic lookup or auto-creation from the template (TBW102), queue id range, %RETRY% topics turning
+into %DLQ% after max reconsume times, delayed messages redirected to SCHEDULE_TOPIC_XXXX, CLUSTER property
+added and WAIT removed (single messages), the store append, then for SYNC_FLUSH the wait for the group
+commit. Response: msgId (offset id), queueId, queueOffset, plus MSG_REGION and TRACE_ON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import TYPE_CHECKING
+
+from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.topics import (
+    NOT_ALLOWED_SEND_TOPICS,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    TopicConfig,
+    dlq_topic,
+    is_writeable,
+    retry_topic,
+    validate_topic_name,
+)
+from orbitmq.message import properties as P
+from orbitmq.message.batch import batch_wait_store_msg_ok, decode_batch
+from orbitmq.message.hosts import pack_address, pack_host
+from orbitmq.message.property_string import decode_properties, encode_properties
+from orbitmq.message.record_decode import decode_record
+from orbitmq.message.sysflag import (
+    MULTI_TAGS_FLAG,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    transaction_type,
+)
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.store.results import PutMessageResult
+from orbitmq.store.store_message import StoreBatch, StoreMessage
+from orbitmq.transport.connection import Connection
+
+if TYPE_CHECKING:
+    from orbitmq.broker.app import BrokerApp
+    from orbitmq.transport.server import RemotingServer
+
+V3_4_9 = 121
+TOPIC_NOT_EXIST_HELP = "http://rocketmq.apache.org/docs/faq/"
+
+# Header V2 short name -> V1 long name (fact sheet 3.1).
+V2_TO_V1 = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "bname",
+}
+V2_NAMES = {long: short for short, long in V2_TO_V1.items()}
+V1_NAMES = {long: long for long in V2_TO_V1.values()}
+
+# Properties that need the full property map (delay redirect, transactions); others take the fast path.
+_NEEDS_PROPERTY_MAP = (P.DELAY + "\x01", P.TRAN_MSG + "\x01")
+_DROPPED_PREFIXES = (P.WAIT + "\x01", P.CLUSTER + "\x01")
+
+
+def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
+    """The stored properties string (WAIT removed, CLUSTER set) and whether the sender waits for the store."""
+    wait = True
+    if P.WAIT + "\x01" in text or P.CLUSTER + "\x01" in text:
+        kept = []
+        for segment in text.split("\x02"):
+            if segment.startswith(_DROPPED_PREFIXES):
+                if segment == P.WAIT + "\x01false":
+                    wait = False
+                continue
+            if segment:
+                kept.append(segment)
+        text = "\x02".join(kept)
+    cluster_entry = P.CLUSTER + "\x01" + cluster
+    return (text + "\x02" + cluster_entry if text else cluster_entry), wait
+
+
+def _born_host(conn: Connection) -> bytes:
+    """The producer's address as stored in BORNHOST (packed once per connection)."""
+    packed = conn.state.get("born_host")
+    if isinstance(packed, bytes):
+        return packed
+    packed = pack_address(conn.remote_address) if conn.remote_address else pack_host("127.0.0.1", 0)
+    conn.state["born_host"] = packed
+    return packed
+
+
+_PUT_ERRORS: dict[str, tuple[int, str]] = {
+    "CREATE_MAPEDFILE_FAILED": (
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+    ),
+    "MESSAGE_ILLEGAL": (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. "
+        "msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    "PROPERTIES_SIZE_EXCEEDED": (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. "
+        "msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    "SERVICE_NOT_AVAILABLE": (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: the broker's disk is "
+        "full, messages are put to the slave, message store has been shut down, etc.",
+    ),
+    "OS_PAGECACHE_BUSY": (
+        ResponseCode.SYSTEM_ERROR,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    ),
+    "UNKNOWN_ERROR": (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+_STORED_CODES = {
+    "PUT_OK": ResponseCode.SUCCESS,
+    "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
+    "FLUSH_SLAVE_TIMEOUT": ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    "SLAVE_NOT_AVAILABLE": ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
+def register(server: RemotingServer, app: BrokerApp) -> None:
+    processor = SendProcessor(app)
+    for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        server.register(code, guarded(processor.process_send))
+    server.register(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(processor.process_send_back))
+
+
+class SendProcessor:
+    def __init__(self, app: BrokerApp) -> None:
+        self.app = app
+
+    # ---------------------------------------------------------------------------------- send
+    async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        app = self.app
+        ext = request.ext_fields
+        # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
+        n = V2_NAMES if request.code != RequestCode.SEND_MESSAGE and "b" in ext else V1_NAMES
+        f = Fields(ext)
+        producer_group = f.req_str(n["producerGroup"])
+        topic = f.req_str(n["topic"])
+        default_topic = f.req_str(n["defaultTopic"])
+        default_queue_nums = f.req_int(n["defaultTopicQueueNums"])
+        queue_id = f.req_int(n["queueId"])
+        sys_flag = f.req_int(n["sysFlag"])
+        born_timestamp = f.req_long(n["bornTimestamp"])
+        flag = f.req_int(n["flag"])
+        properties_text = f.opt_str(n["properties"]) or ""
+        reconsume_times = f.opt_int(n["reconsumeTimes"], 0)
+        max_name = n["maxReconsumeTimes"]
+        max_reconsume_times = f.opt_int(max_name, -1) if max_name in ext else None
+        batch = f.opt_bool(n["batch"], False)  # the flag, not the request code, picks the batch path
+        if app.stopping:
+            raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
+        if app.config.is_slave:
+            raise BadRequest(
+                ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
+            )
+        tc = self._check_topic(
+            conn,
+            topic=topic,
+            default_topic=default_topic,
+            default_queue_nums=default_queue_nums,
+            sys_flag=sys_flag,
+            queue_id=queue_id,
+            producer_group=producer_group,
+        )
+        if queue_id < 0:
+            queue_id = random.randrange(max(tc.write_queue_nums, 1))
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        body = request.body
+        born_host = _born_host(conn)
+        cluster = app.config.broker_cluster_name
+        if batch:
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise BadRequest(
+                    ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic
+                )
+            if transaction_type(sys_flag) != TRANSACTION_NOT_TYPE:
+                raise BadRequest(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support transaction")
+            props = decode_properties(properties_text)
+            props[P.CLUSTER] = cluster
+            try:
+                entries = decode_batch(body)
+            except Exception as exc:
+                raise BadRequest(
+                    ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
+                ) from None
+            if not entries:
+                raise BadRequest(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
+            store_batch = StoreBatch(
+                topic=topic,
+                queue_id=queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
+                born_host=born_host,
+                entries=entries,
+                properties=encode_properties(props),
+                reconsume_times=reconsume_times,
+            )
+            result = app.store.put_messages(store_batch)
+            wait = batch_wait_store_msg_ok(properties_text)
+        else:
+            if not body:
+                raise BadRequest(ResponseCode.MESSAGE_ILLEGAL, "the message body is empty")
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not any(
+                k in properties_text for k in _NEEDS_PROPERTY_MAP
+            ):
+                # The common case: only WAIT goes and CLUSTER comes; no property map needed.
+                stored, wait = _plain_properties(properties_text, cluster)
+                result = app.store.put_message(
+                    StoreMessage(
+                        topic=topic,
+                        queue_id=queue_id,
+                        flag=flag,
+                        body=body,
+                        properties=stored,
+                        sys_flag=sys_flag,
+                        born_timestamp=born_timestamp,
+                        born_host=born_host,
+                        reconsume_times=reconsume_times,
+                    )
+                )
+                return await self.respond(result, wait, queue_id)
+            props = decode_properties(properties_text)
+            wait = props.pop(P.WAIT, "true") != "false"
+            props[P.CLUSTER] = cluster
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                topic, queue_id = self._retry_or_dlq(
+                    topic,
+                    queue_id=queue_id,
+                    reconsume_times=reconsume_times,
+                    max_reconsume_times=max_reconsume_times,
+                    version=request.version,
+                    props=props,
+                )
+            if props.get(P.TRAN_MSG) == "true" and app.config.reject_transaction_message:
+                raise BadRequest(
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{app.config.broker_name}] sending transaction message is forbidden",
+                )
+            if props.get(P.TRAN_MSG) == "true":
+                topic, queue_id, sys_flag = app.transactions.prepare(topic, queue_id, sys_flag, props)
+            else:
+                topic, queue_id = self.redirect_delayed(topic, queue_id, sys_flag, props)
+            msg = StoreMessage(
+                topic=topic,
+                queue_id=queue_id,
+                flag=flag,
+                body=body,
+                properties=encode_properties(props),
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
+                born_host=born_host,
+                reconsume_times=reconsume_times,
+            )
+            result = app.store.put_message(msg)
+        return await self.respond(result, wait, queue_id)
+
+    def _check_topic(
+        self,
+        conn: Connection,
+        *,
+        topic: str,
+        default_topic: str,
+        default_queue_nums: int,
+        sys_flag: int,
+        queue_id: int,
+        producer_group: str,
+    ) -> TopicConfig:
+        app = self.app
+        if not is_writeable(app.config.broker_permission):
+            raise BadRequest(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{app.config.broker_ip1}] sending message is forbidden",
+            )
+        reason = validate_topic_name(topic)
+        if reason is not None:
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        tc = app.topics.select(topic)
+        if tc is None:
+            tc = app.topics.create_in_send(topic, default_topic, default_queue_nums, 0)
+            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc = app.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+            if tc is None:
+                raise BadRequest(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please! {TOPIC_NOT_EXIST_HELP}",
+                )
+        if not is_writeable(tc.perm):
+            raise BadRequest(
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{topic}] sending message is forbidden",
+            )
+        if queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):
+            raise BadRequest(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.remote_address}",
+            )
+        return tc
+
+    def _retry_or_dlq(
+        self,
+        topic: str,
+        *,
+        queue_id: int,
+        reconsume_times: int,
+        max_reconsume_times: int | None,
+        version: int,
+        props: dict[str, str],
+    ) -> tuple[str, int]:
+        """A producer (the client's fallback) sending to %RETRY%group: to the DLQ once retries are spent."""
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group_cfg = self.app.subscription_groups.find(group)
+        if group_cfg is None:
+            raise BadRequest(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = group_cfg.retry_max_times
+        if version > V3_4_9 and max_reconsume_times is not None:
+            max_times = max_reconsume_times
+        if reconsume_times >= max_times:
+            dlq = dlq_topic(group)
+            self.app.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
+            props.pop(P.DELAY, None)
+            return dlq, 0
+        return topic, queue_id
+
+    def redirect_delayed(
+        self, topic: str, queue_id: int, sys_flag: int, props: dict[str, str]
+    ) -> tuple[str, int]:
+        """DELAY=n: park the message in SCHEDULE_TOPIC_XXXX queue n-1 with its real topic and queue kept."""
+        delay = props.get(P.DELAY)
+        if not delay or transaction_type(sys_flag) not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            return topic, queue_id
+        try:
+            level = int(delay)
+        except ValueError:
+            return topic, queue_id
+        if level <= 0:
+            return topic, queue_id
+        level = min(level, len(self.app.delay_levels_ms))
+        props[P.DELAY] = str(level)
+        props[P.REAL_TOPIC] = topic
+        props[P.REAL_QID] = str(queue_id)
+        return SCHEDULE_TOPIC, level - 1
+
+    async def respond(self, result: PutMessageResult, wait: bool, queue_id: int) -> RemotingCommand:
+        app = self.app
+        status = result.status.name
+        stored_code = _STORED_CODES.get(status)
+        if stored_code is None:
+            err_code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status))
+            raise BadRequest(err_code, remark)
+        code: int = stored_code
+        if code == ResponseCode.SUCCESS and wait and app.store.config.sync_flush:
+            flushed = await self.wait_flush(result.end_offset)
+            if not flushed:
+                code = ResponseCode.FLUSH_DISK_TIMEOUT
+        if code == ResponseCode.SUCCESS and wait and app.config.broker_role == "SYNC_MASTER":
+            code = await app.replication.wait_replicated(result.end_offset)
+        response = success(
+            {
+                "msgId": result.msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(result.queue_offset),
+                P.MSG_REGION: app.config.region_id,
+                P.TRACE_ON: "true" if app.config.trace_on else "false",
+            }
+        )
+        response.code = code
+        return response
+
+    async def wait_flush(self, end_offset: int) -> bool:
+        """Group commit: the flusher thread calls back once the commit log is flushed past `end_offset`."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+
+        def done(ok: bool) -> None:
+            loop.call_soon_threadsafe(_resolve, future, ok)
+
+        self.app.store.request_flush(end_offset, done)
+        timeout = self.app.store.config.sync_flush_timeout / 1000 + 1.0
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return False
+
+    # ---------------------------------------------------------------------------------- send back
+    async def process_send_back(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """A consumer gives a message back: to %RETRY%group with a delay level, or to %DLQ%group."""
+        app = self.app
+        f = Fields(request.ext_fields)
+        offset = f.req_long("offset")
+        group = f.req_str("group")
+        delay_level = f.req_int("delayLevel")
+        header_max = f.opt_int("maxReconsumeTimes", -1) if "maxReconsumeTimes" in request.ext_fields else None
+        if app.config.is_slave:
+            raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave")
+        group_cfg = app.subscription_groups.find(group)
+        if group_cfg is None:
+            raise BadRequest(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        if not is_writeable(app.config.broker_permission):
+            raise BadRequest(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{app.config.broker_ip1}] sending message is forbidden",
+            )
+        if group_cfg.retry_queue_nums <= 0:
+            return success()
+        new_topic = retry_topic(group)
+        queue_id = random.randrange(group_cfg.retry_queue_nums)
+        tc = app.topics.create_in_send_back(new_topic, group_cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
+        if not is_writeable(tc.perm):
+            raise BadRequest(
+                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
+            )
+        raw = app.store.select_one_message_by_offset(offset)
+        if raw is None:
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+        msg = decode_record(raw, decompress=False)
+        props = dict(msg.properties)
+        props.setdefault(P.RETRY_TOPIC, msg.topic)
+        props.pop(P.WAIT, None)
+        max_times = group_cfg.retry_max_times
+        if request.version >= V3_4_9 and header_max is not None:
+            max_times = header_max
+        if msg.reconsume_times >= max_times or delay_level < 0:
+            new_topic = dlq_topic(group)
+            queue_id = 0
+            tc = app.topics.create_in_send_back(new_topic, 1, PERM_READ | PERM_WRITE)
+            props.pop(P.DELAY, None)
+        else:
+            if delay_level == 0:
+                delay_level = 3 + msg.reconsume_times
+            props[P.DELAY] = str(delay_level)
+        props.setdefault(P.ORIGIN_MESSAGE_ID, msg.offset_msg_id)
+        props[P.CLUSTER] = app.config.broker_cluster_name
+        topic, queue_id = self.redirect_delayed(new_topic, queue_id, msg.sys_flag, props)
+        store_msg = StoreMessage(
+            topic=topic,
+            queue_id=queue_id,
+            flag=msg.flag,
+            body=msg.body,
+            properties=encode_properties(props),
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=pack_address(msg.born_host) if msg.born_host else pack_host("127.0.0.1", 0),
+            reconsume_times=msg.reconsume_times + 1,
+        )
+        result = app.store.put_message(store_msg)
+        response = await self.respond(result, True, queue_id)
+        return RemotingCommand.response(response.code, response.remark)
+
+
+def _resolve(future: asyncio.Future[bool], ok: bool) -> None:
+    if not future.done():
+        future.set_result(ok)

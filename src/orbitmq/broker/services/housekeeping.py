@@ -1,0 +1,60 @@
+"""The broker's small periodic services, each a long-running loop owned (and cancelled) by BrokerApp.
+
+- persist: consumerOffset.json every `flushConsumerOffsetInterval` (5 s), delayOffset.json every
+  `flushDelayOffsetInterval` (10 s); both again at shutdown.
+- retention: `store.clean_expired_files()` every `retentionCheckInterval` (10 s; the store decides by
+  fileReservedTime, deleteWhen and disk usage what may go).
+- client housekeeping: producers and consumers silent for 120 s are dropped (consumer groups notified).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orbitmq.broker.app import BrokerApp
+
+log = logging.getLogger("orbitmq.broker")
+
+
+async def persist_loop(app: BrokerApp) -> None:
+    offset_period = max(app.config.flush_consumer_offset_interval, 100) / 1000
+    delay_period = max(app.config.flush_delay_offset_interval, 100) / 1000
+    next_delay = delay_period
+    while True:
+        await asyncio.sleep(offset_period)
+        try:
+            app.offsets.persist_if_dirty()
+        except Exception:
+            log.exception("persisting consumer offsets failed")
+        next_delay -= offset_period
+        if next_delay <= 0:
+            next_delay = delay_period
+            try:
+                app.schedule.persist()
+            except Exception:
+                log.exception("persisting delay offsets failed")
+
+
+async def retention_loop(app: BrokerApp) -> None:
+    period = max(app.config.retention_check_interval, 100) / 1000
+    while True:
+        await asyncio.sleep(period)
+        try:
+            app.store.clean_expired_files()
+        except Exception:
+            log.exception("cleaning expired store files failed")
+
+
+async def client_housekeeping_loop(app: BrokerApp) -> None:
+    expiry = app.config.client_channel_expired_timeout
+    period = max(min(app.config.client_housekeeping_interval, expiry), 100) / 1000
+    while True:
+        await asyncio.sleep(period)
+        now = app.clock.now_ms()
+        for info in app.producers.scan_expired(now, expiry):
+            log.info("producer channel %s (%s) expired", info.remote_address, info.client_id)
+        for info in app.consumers.scan_expired(now, expiry, app.notify_enabled):
+            log.info("consumer channel %s (%s) expired", info.remote_address, info.client_id)

@@ -1,0 +1,163 @@
+"""ReplicationService: the broker's side of master/slave replication (RocketMQ's HAService wiring plus
+SlaveSynchronize).
+
+- A master listens on the HA port (listenPort + 1, or a free port when listenPort is 0) with the
+  replication layer's HAService, wakes its streams after every append (store arrival listener), and
+  for SYNC_MASTER sends waits until a slave acknowledged the message (`wait_replicated`).
+- A slave learns the master's HA address and broker address from its REGISTER_BROKER response
+  (`haServerAddr`, `masterAddr`), replicates the commit log with HAClient (the store dispatches what it
+  appends, so long polling on the slave wakes too) and copies the master's topics, consumer offsets,
+  delay offsets and subscription groups every 10 s (first after 3 s), as SlaveSynchronize does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from orbitmq.broker.config_files import load_json
+from orbitmq.broker.subscription_groups import SubscriptionGroupConfig
+from orbitmq.broker.topics import TopicConfig
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.replication.master import HAService
+from orbitmq.replication.slave import HAClient
+
+if TYPE_CHECKING:
+    from orbitmq.broker.app import BrokerApp
+
+log = logging.getLogger("orbitmq.broker")
+
+SLAVE_SYNC_INTERVAL = 10.0
+SLAVE_SYNC_FIRST = 3.0
+
+
+class ReplicationService:
+    def __init__(self, app: BrokerApp) -> None:
+        self.app = app
+        self.ha: HAService | None = None
+        self.client: HAClient | None = None
+        self.master_addr: str | None = None
+
+    @property
+    def ha_port(self) -> int | None:
+        return self.ha.port if self.ha is not None else None
+
+    async def start(self) -> None:
+        app = self.app
+        store = app.store
+        if app.config.is_slave:
+            c = store.config
+            self.client = HAClient(
+                store,
+                master_address=c.ha_master_address,
+                heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
+                housekeeping_interval=c.ha_housekeeping_interval / 1000,
+            )
+            await self.client.start()
+            return
+        port = app.port + 1 if app.config.listen_port != 0 else 0
+        c = store.config
+        self.ha = HAService(
+            store,
+            file_size=c.mapped_file_size_commit_log,
+            host=app.config.broker_ip1,
+            port=port,
+            transfer_batch_size=c.ha_transfer_batch_size,
+            heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
+            housekeeping_interval=c.ha_housekeeping_interval / 1000,
+            slave_fall_behind_max=c.ha_slave_fallbehind_max,
+        )
+        try:
+            await self.ha.start()
+        except OSError as exc:
+            # Serving clients matters more than replication: run without an HA listener.
+            log.warning("cannot listen on HA port %s (%s); running without replication", port, exc)
+            self.ha = None
+            return
+        ha = self.ha
+        store.add_arrival_listener(lambda topic, queue_id, max_offset, tags_code: ha.notify_new_data())
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.stop()
+            self.client = None
+        if self.ha is not None:
+            await self.ha.stop()
+            self.ha = None
+
+    # -------------------------------------------------------------------------------- master side
+    def notify_appended(self) -> None:
+        if self.ha is not None:
+            self.ha.notify_new_data()
+
+    async def wait_replicated(self, end_offset: int) -> int:
+        """SYNC_MASTER: SUCCESS once a slave has `end_offset`; else SLAVE_NOT_AVAILABLE or
+        FLUSH_SLAVE_TIMEOUT (the message is stored either way)."""
+        ha = self.ha
+        if ha is None or not ha.is_slave_ok(end_offset):
+            return ResponseCode.SLAVE_NOT_AVAILABLE
+        ha.notify_new_data()
+        timeout = self.app.store.config.slave_timeout / 1000
+        if await ha.wait_for_replication(end_offset, timeout):
+            return ResponseCode.SUCCESS
+        return ResponseCode.FLUSH_SLAVE_TIMEOUT
+
+    # --------------------------------------------------------------------------------- slave side
+    def on_registered(self, response: RemotingCommand) -> None:
+        """A REGISTER_BROKER answer: a slave learns where its master (and the master's HA port) is."""
+        if self.client is None:
+            return
+        ha_addr = response.ext_fields.get("haServerAddr")
+        master_addr = response.ext_fields.get("masterAddr")
+        if ha_addr:
+            self.client.update_master_address(ha_addr)
+        if master_addr and master_addr != self.master_addr:
+            log.info("slave %s: master is %s (HA %s)", self.app.config.broker_name, master_addr, ha_addr)
+            self.master_addr = master_addr
+
+    async def slave_sync_loop(self) -> None:
+        await asyncio.sleep(SLAVE_SYNC_FIRST)
+        while True:
+            if self.master_addr:
+                try:
+                    await self.sync_from_master(self.master_addr)
+                except Exception as exc:
+                    log.warning("slave sync from %s failed: %s", self.master_addr, exc)
+            await asyncio.sleep(SLAVE_SYNC_INTERVAL)
+
+    async def _fetch(self, addr: str, code: int) -> Any:
+        response = await self.app.outbound.invoke(addr, RemotingCommand.request(code), 5.0)
+        if response.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"request {code} to master {addr}: {response.code} {response.remark}")
+        return load_json(response.body_bytes())
+
+    async def sync_from_master(self, addr: str) -> None:
+        app = self.app
+        topics = await self._fetch(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        table = topics.get("topicConfigTable") or {}
+        for raw in table.values():
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                tc = TopicConfig.from_json_dict(raw)
+                app.topics.table[tc.topic_name] = tc
+        for name in [n for n in app.topics.table if n not in table and not app.topics.is_system_topic(n)]:
+            del app.topics.table[name]
+        app.topics.persist()
+        offsets = await self._fetch(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        for key, queues in (offsets.get("offsetTable") or {}).items():
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                app.offsets.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        app.offsets.persist()
+        delay = await self._fetch(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        for level, offset in (delay.get("offsetTable") or {}).items():
+            with contextlib.suppress(TypeError, ValueError):
+                app.schedule.offsets[int(level)] = int(offset)
+        app.schedule.persist()
+        groups = await self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        for raw in (groups.get("subscriptionGroupTable") or {}).values():
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                cfg = SubscriptionGroupConfig.from_json_dict(raw)
+                app.subscription_groups.table[cfg.group_name] = cfg
+        app.subscription_groups.persist()

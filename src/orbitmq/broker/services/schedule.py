@@ -1,0 +1,147 @@
+"""ScheduleMessageService: delivers delayed messages (delay levels) when their time comes.
+
+A message sent with DELAY=n is stored in SCHEDULE_TOPIC_XXXX queue n-1 (the send path redirects it).
+This service walks each level's queue from the offset kept in delayOffset.json; an entry whose delivery
+time (store timestamp + the level's delay) has come is re-put to its REAL_TOPIC / REAL_QID with body,
+flag, sys flag, born host/time and reconsume times kept and the properties unchanged (DELAY, REAL_TOPIC
+and REAL_QID stay, as in RocketMQ). Queues are re-checked every 100 ms; offsets persist every 10 s and
+at shutdown (`{"offsetTable":{"1":12,...}}`, fastjson's bare int keys accepted when loading).
+
+Only a master runs it. Messages whose real topic is the transaction half topic are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from orbitmq.broker.config_files import dumps, read_json_file, write_file
+from orbitmq.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from orbitmq.message import properties as P
+from orbitmq.message.hosts import pack_address
+from orbitmq.message.record_decode import decode_record
+from orbitmq.store.store_message import StoreMessage
+
+if TYPE_CHECKING:
+    from orbitmq.broker.app import BrokerApp
+
+log = logging.getLogger("orbitmq.broker")
+
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
+CHECK_INTERVAL = 0.1
+ERROR_BACKOFF = 10.0
+BATCH = 32
+
+
+class ScheduleMessageService:
+    def __init__(self, app: BrokerApp) -> None:
+        self.app = app
+        self.offsets: dict[int, int] = {}  # delay level -> next offset in queue level-1
+        self.delivered = 0
+
+    @property
+    def path(self) -> Any:
+        return self.app.config.config_dir / "delayOffset.json"
+
+    def load(self) -> None:
+        data = read_json_file(self.path)
+        if not isinstance(data, dict):
+            return
+        for level, offset in (data.get("offsetTable") or {}).items():
+            try:
+                self.offsets[int(level)] = int(offset)
+            except (TypeError, ValueError):
+                log.warning("delayOffset.json: skipping level %r", level)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}}
+
+    def persist(self) -> None:
+        write_file(self.path, dumps(self.to_json_dict()))
+
+    async def run(self) -> None:
+        await asyncio.sleep(CHECK_INTERVAL)
+        while True:
+            try:
+                self.deliver_due()
+            except Exception:
+                log.exception("delivering delayed messages failed; retrying in %ss", ERROR_BACKOFF)
+                await asyncio.sleep(ERROR_BACKOFF)
+                continue
+            await asyncio.sleep(CHECK_INTERVAL)
+
+    def deliver_due(self) -> int:
+        """One pass over every level; returns how many messages were delivered."""
+        delivered = 0
+        for level in range(1, len(self.app.delay_levels_ms) + 1):
+            delivered += self._deliver_level(level)
+        self.delivered += delivered
+        return delivered
+
+    def _deliver_level(self, level: int) -> int:
+        store = self.app.store
+        queue_id = level - 1
+        offset = self.offsets.get(level, 0)
+        if store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id) <= offset:
+            return 0
+        delay_ms = self.app.delay_levels_ms[level - 1]
+        now = self.app.clock.now_ms()
+        delivered = 0
+        while True:
+            result = store.get_messages(
+                SCHEDULE_CONSUMER_GROUP, SCHEDULE_TOPIC, queue_id, offset, BATCH, None
+            )
+            if result.status.name != "FOUND":
+                if result.next_begin_offset != offset and result.status.name in (
+                    "OFFSET_TOO_SMALL",
+                    "OFFSET_OVERFLOW_BADLY",
+                    "MESSAGE_WAS_REMOVING",
+                    "OFFSET_FOUND_NULL",
+                ):
+                    self.offsets[level] = result.next_begin_offset
+                return delivered
+            for i, buf in enumerate(result.buffers):
+                msg = decode_record(buf, decompress=False)
+                queue_offset = result.queue_offsets[i] if i < len(result.queue_offsets) else msg.queue_offset
+                deliver_at = msg.store_timestamp + delay_ms
+                if deliver_at > now + delay_ms:
+                    deliver_at = now  # the clock moved back: deliver rather than wait forever
+                if deliver_at > now:
+                    self.offsets[level] = queue_offset
+                    return delivered
+                self._deliver(msg)
+                delivered += 1
+                self.offsets[level] = queue_offset + 1
+            if result.next_begin_offset <= offset:
+                return delivered  # no progress possible now; never spin
+            offset = result.next_begin_offset
+            self.offsets[level] = offset
+
+    def _deliver(self, msg: Any) -> None:
+        props: dict[str, str] = msg.properties
+        real_topic = props.get(P.REAL_TOPIC)
+        if not real_topic or real_topic == TRANS_HALF_TOPIC:
+            log.warning("dropping delayed message %s without a deliverable real topic", msg.offset_msg_id)
+            return
+        try:
+            real_queue = int(props.get(P.REAL_QID, "0"))
+        except ValueError:
+            real_queue = 0
+        from orbitmq.message.property_string import encode_properties
+
+        result = self.app.store.put_message(
+            StoreMessage(
+                topic=real_topic,
+                queue_id=real_queue,
+                flag=msg.flag,
+                body=msg.body,
+                properties=encode_properties(props),
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=pack_address(msg.born_host),
+                reconsume_times=msg.reconsume_times,
+            )
+        )
+        if not result.ok:
+            raise RuntimeError(f"re-putting delayed message to {real_topic} failed: {result.status.name}")

@@ -1,0 +1,1 @@
+"""The broker's transactional messages (half/op records, END_TRANSACTION, the check-back service)."""

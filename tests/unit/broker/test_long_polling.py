@@ -1,0 +1,53 @@
+"""PullRequestHoldService bookkeeping: wake on arrival past the offset with a matching tag, or on timeout."""
+
+from __future__ import annotations
+
+from orbitmq.broker.client_registry import parse_subscription
+from orbitmq.broker.long_polling import HeldPull, PullRequestHoldService
+from orbitmq.common.clock import FakeClock
+from orbitmq.message.hashing import java_string_hash
+
+
+def make(clock: FakeClock, woken: list[HeldPull], max_offset: int = 0) -> PullRequestHoldService:
+    return PullRequestHoldService(woken.append, lambda topic, qid: max_offset, clock=clock)
+
+
+def held(clock: FakeClock, offset: int, timeout: float, expr: str = "*") -> HeldPull:
+    sub = parse_subscription("T", expr, "TAG", 0, java_string_hash)
+    return HeldPull(None, None, "T", 0, offset, clock.monotonic() + timeout, sub)
+
+
+def test_arrival_wakes_only_matching_pulls() -> None:
+    clock = FakeClock()
+    woken: list[HeldPull] = []
+    service = make(clock, woken)
+    a = held(clock, 5, 15, "TagA")
+    b = held(clock, 5, 15, "TagB")
+    c = held(clock, 9, 15)
+    for h in (a, b, c):
+        service.hold(h)
+    service.notify_message_arriving("T", 0, 6, java_string_hash("TagA"))
+    assert woken == [a]
+    assert service.held_count == 2
+    service.notify_message_arriving("T", 1, 100, None)  # another queue: nobody
+    assert woken == [a]
+
+
+def test_timeout_and_periodic_check_and_stop() -> None:
+    clock = FakeClock()
+    woken: list[HeldPull] = []
+    service = make(clock, woken, max_offset=3)
+    short = held(clock, 3, 1)
+    long = held(clock, 3, 20)
+    service.hold(short)
+    service.hold(long)
+    service.check_all()
+    assert woken == []
+    clock.advance(1.5)
+    service.check_all()
+    assert woken == [short]
+    service.stop()
+    assert woken == [short, long]
+    late = held(clock, 3, 20)
+    service.hold(late)  # after stop: answered at once
+    assert woken[-1] is late
