@@ -1,1 +1,7 @@
-"""orbitmq.bench (see ARCHITECTURE.md)."""
+"""orbitmq.bench: the `orbitmq bench` verb (BENCHMARKS.md workloads, peers in the same run).
+
+cli (the verb and the run order) -> workloads / server_workloads (W1-W5, W8-W10, written against
+driver.Driver) -> drivers (client_driver: orbitmq's client; raw_driver: raw remoting requests; peers
+from the repository's bench/peers/). Pure helpers: stats, cpu, ratelimit, result, table, progress.
+Nothing in orbitmq imports this package.
+"""

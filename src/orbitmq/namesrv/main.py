@@ -42,11 +42,12 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
 async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
     await app.start()
-    print(f"namesrv listening on {app.address}", flush=True)
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stop.set)
+    # Handlers first: a signal sent as soon as the address is printed must stop us cleanly.
+    print(f"namesrv listening on {app.address}", flush=True)
     try:
         await stop.wait()
     finally:

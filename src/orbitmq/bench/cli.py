@@ -1,0 +1,446 @@
+"""`orbitmq bench`: run the BENCHMARKS.md workloads against orbitmq (or any RocketMQ 4.x cluster) and,
+in the same run, against the peers (NATS JetStream, Redis Streams), and print one table with ratios.
+
+Examples:
+  orbitmq bench W1 --serve --peers nats,redis
+  orbitmq bench W1,W2,W3,W4 --serve --peers all --duration 5 --messages 50000
+  orbitmq bench W1 -n 127.0.0.1:9876 --json
+
+Every case is bounded in time (--duration, --drain-timeout) and in count (--messages) and stops by
+itself; only 127.0.0.1 servers are started; whatever the bench starts it stops by PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from orbitmq.bench import workloads as wl
+from orbitmq.bench.driver import Driver, DriverUnavailable, ServerHandle
+from orbitmq.bench.orbitmq_server import start_orbitmq
+from orbitmq.bench.peers import default_peers_dir, load_peer, parse_peer_list
+from orbitmq.bench.progress import Progress
+from orbitmq.bench.result import Measurement, measurement_from_dict
+from orbitmq.bench.table import json_document, render_table, short_note
+
+ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10")
+CLIENT_WORKLOADS = ("W1", "W2", "W3", "W4")  # the ones peers run too
+
+
+def parse_workloads(items: Sequence[str]) -> list[str]:
+    names: list[str] = []
+    for item in items:
+        for raw in item.replace(" ", ",").split(","):
+            part = raw.strip().upper()
+            if not part:
+                continue
+            if part == "ALL":
+                names += [w for w in ALL_WORKLOADS if w not in names]
+                continue
+            if part not in ALL_WORKLOADS:
+                raise argparse.ArgumentTypeError(
+                    f"unknown workload {part!r} (known: {', '.join(ALL_WORKLOADS)})"
+                )
+            if part not in names:
+                names.append(part)
+    return names
+
+
+def parse_int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers: {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="orbitmq bench",
+        description="Benchmark orbitmq or any RocketMQ 4.x cluster, with peers measured in the same run.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="workloads: W1 sync send, W2 pipelined + batch send, W3 catch-up consume, W4 end-to-end "
+        "latency at a fixed rate, W5 SYNC_FLUSH sync send, W6 replication, W8 recovery after SIGKILL, "
+        "W9 topic scaling, W10 cold start (see BENCHMARKS.md)",
+    )
+    p.add_argument("workloads", nargs="*", help="W1..W10, comma-separated, or 'all'")
+    p.add_argument("--table-from", type=Path, help="print the table of a saved --json run and exit")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("-n", "--namesrv", help="nameserver address of a running cluster (127.0.0.1:9876)")
+    target.add_argument("--serve", action="store_true", help="start an embedded `orbitmq serve` for the run")
+    p.add_argument("--peers", default="", help="peers to run beside orbitmq: nats,redis | all | none")
+    p.add_argument(
+        "--driver",
+        choices=("auto", "client", "raw", "both"),
+        default="auto",
+        help="orbitmq side: the orbitmq client library, raw protocol requests, or both (auto: client "
+        "when orbitmq.client has a Producer, else raw)",
+    )
+    p.add_argument("--no-orbitmq", action="store_true", help="run the peers only")
+    p.add_argument("-d", "--duration", type=float, default=10.0, help="measured seconds per case (10)")
+    p.add_argument("-s", "--size", type=int, default=1024, help="message body bytes (1024)")
+    p.add_argument("-q", "--queues", type=int, default=8, help="queues per topic (8)")
+    p.add_argument("--senders", type=parse_int_list, default=None, help="W1 senders (1,4); W5 (4,32)")
+    p.add_argument("--in-flight", type=int, default=256, help="W2 pipelined window (256)")
+    p.add_argument("--batch", type=int, default=32, help="W2 messages per batch (32)")
+    p.add_argument("--batch-senders", type=int, default=4, help="W2 concurrent batch senders (4)")
+    p.add_argument("-m", "--messages", type=int, default=100_000, help="W3 messages to drain (100,000)")
+    p.add_argument("--rate", type=float, default=2000.0, help="W4 msgs/s (2000)")
+    p.add_argument("--drain-timeout", type=float, default=120.0, help="W3 bound on the drain, s (120)")
+    p.add_argument(
+        "-r",
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each case N times, systems interleaved, and report the median run (1)",
+    )
+    p.add_argument("--log-mb", type=int, default=256, help="W8 commit log size to recover, MiB (256)")
+    p.add_argument("--topics", type=parse_int_list, default=[1, 100, 1000], help="W9 topic counts")
+    p.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
+    p.add_argument("--workdir", type=Path, help="where servers keep their files (default: a temp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the work dir (server logs) afterwards")
+    p.add_argument("--peers-dir", type=Path, default=None, help="directory of the peer drivers")
+    return p
+
+
+def client_import_error() -> str | None:
+    """None when orbitmq's client library imports, else why not (it is being written alongside)."""
+    try:
+        import orbitmq.bench.client_driver  # noqa: F401
+    except Exception as exc:
+        return f"orbitmq.client does not import: {type(exc).__name__}: {exc}"
+    return None
+
+
+def has_client_library() -> bool:
+    return client_import_error() is None
+
+
+def orbitmq_drivers(choice: str) -> list[str]:
+    if choice == "auto":
+        return ["client"] if has_client_library() else ["raw"]
+    if choice == "both":
+        return ["client", "raw"]
+    return [choice]
+
+
+def make_orbitmq_driver(kind: str, namesrv: str, server: ServerHandle | None) -> Driver:
+    if kind == "raw":
+        from orbitmq.bench.raw_driver import RawDriver
+
+        return RawDriver(namesrv, server)
+    problem = client_import_error()
+    if problem is not None:
+        raise DriverUnavailable(problem)
+    from orbitmq.bench.client_driver import ClientDriver
+
+    driver: Driver = ClientDriver(namesrv, server)
+    return driver
+
+
+CaseFn = Callable[[Driver, wl.WorkloadConfig, Progress], Awaitable[Measurement]]
+
+
+def client_cases(workload: str, senders: list[int] | None) -> list[tuple[str, CaseFn]]:
+    """The cases of a client workload, each a function running it against one driver."""
+
+    def sync(n: int, name: str) -> CaseFn:
+        return lambda d, c, p: wl.sync_send(d, c, p, n, name)
+
+    if workload == "W1":
+        return [(f"{n} senders", sync(n, "W1")) for n in (senders or [1, 4])]
+    if workload == "W2":
+        return [("pipelined", wl.pipelined_send), ("batch", wl.batch_send)]
+    if workload == "W3":
+        return [("catch-up", wl.catch_up)]
+    if workload == "W4":
+        return [("latency", wl.e2e_latency)]
+    if workload == "W5":
+        return [(f"{n} senders", sync(n, "W5")) for n in (senders or [4, 32])]
+    raise ValueError(workload)
+
+
+def median_run(runs: Sequence[Measurement]) -> Measurement:
+    """The run whose key figure is the median (the lower middle for an even count); a note lists all."""
+    done = [m for m in runs if not m.skipped]
+    if not done:
+        return runs[0]
+    if len(done) == 1:
+        return done[0]
+    ordered = sorted(done, key=lambda m: m.key_figure())
+    chosen = ordered[(len(ordered) - 1) // 2]
+    figures = ", ".join(f"{m.key_figure():,.0f}" for m in done)
+    chosen.note = (chosen.note + "; " if chosen.note else "") + f"median of {len(done)} runs ({figures})"
+    return chosen
+
+
+def skipped(workload: str, system: str, why: str, case: str = "") -> Measurement:
+    return Measurement(workload, case or "-", system, note=why, skipped=True)
+
+
+class Bench:
+    """Runs a bench: starts the servers, opens every driver, then runs each case on every system back
+    to back (case-major), so that load from the rest of a shared box hits all systems alike."""
+
+    def __init__(self, args: argparse.Namespace, workdir: Path, progress: Progress) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.progress = progress
+        self.results: list[Measurement] = []
+        self.servers: list[ServerHandle] = []
+        self.cfg = wl.WorkloadConfig(
+            duration=args.duration,
+            body_size=args.size,
+            queues=args.queues,
+            in_flight=args.in_flight,
+            batch=args.batch,
+            batch_senders=args.batch_senders,
+            messages=args.messages,
+            rate=args.rate,
+            drain_timeout=args.drain_timeout,
+        )
+
+    def say(self, text: str) -> None:
+        self.progress.end(text)
+
+    def stop_servers(self) -> None:
+        while self.servers:
+            server = self.servers.pop()
+            with contextlib.suppress(Exception):
+                server.stop()
+
+    async def orbitmq_drivers(
+        self, conf: dict[str, str], label: str, workloads: Sequence[str]
+    ) -> list[Driver]:
+        """Start (with --serve) an orbitmq and open its drivers; unavailable ones become skipped rows."""
+        kinds = orbitmq_drivers(self.args.driver)
+        names = ["orbitmq" if kind == "client" else "orbitmq-raw" for kind in kinds]
+        server: ServerHandle | None = None
+        namesrv = self.args.namesrv or "127.0.0.1:9876"
+        if self.args.serve:
+            try:
+                server = await asyncio.to_thread(start_orbitmq, self.workdir / label, conf)
+            except Exception as exc:
+                why = f"`orbitmq serve` did not start: {exc}"
+                self.results += [skipped(w, name, why) for name in names for w in workloads]
+                self.say(f"orbitmq: {short_note(why, 300)}")
+                return []
+            self.servers.append(server)
+            namesrv = server.address
+            self.say(f"orbitmq serve ({label}): namesrv {namesrv}, pid {server.pids}")
+        drivers: list[Driver] = []
+        for kind, name in zip(kinds, names, strict=True):
+            try:
+                driver = make_orbitmq_driver(kind, namesrv, server)
+                await driver.open()
+            except Exception as exc:
+                self.results += [skipped(w, name, str(exc)) for w in workloads]
+                self.say(f"{name}: skipped ({short_note(str(exc), 300)})")
+                continue
+            drivers.append(driver)
+        return drivers
+
+    async def peer_driver(self, name: str, workloads: Sequence[str]) -> Driver | None:
+        peers_dir = self.args.peers_dir or default_peers_dir()
+        try:
+            module: ModuleType = load_peer(name, peers_dir)
+            server: ServerHandle = await asyncio.to_thread(module.start_server, self.workdir / name)
+        except (FileNotFoundError, AttributeError, DriverUnavailable) as exc:
+            self.results += [skipped(w, name, str(exc)) for w in workloads]
+            self.say(f"{name}: skipped ({exc})")
+            return None
+        self.servers.append(server)
+        self.say(f"{name}: server {server.address}, pid {server.pids}")
+        driver: Driver = module.make_driver(server)
+        try:
+            await driver.open()
+        except Exception as exc:
+            self.results += [skipped(w, name, str(exc)) for w in workloads]
+            self.say(f"{name}: skipped ({exc})")
+            return None
+        return driver
+
+    async def run_case(self, driver: Driver, workload: str, case: CaseFn, note: str = "") -> Measurement:
+        try:
+            m = await case(driver, self.cfg, self.progress)
+        except DriverUnavailable as exc:
+            self.say(f"{workload} {driver.system}: skipped ({short_note(str(exc), 300)})")
+            return skipped(workload, driver.system, str(exc))
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {short_note(str(exc), 300)}"
+            self.say(f"{workload} {driver.system}: failed ({why})")
+            return skipped(workload, driver.system, f"failed: {why}")
+        if note:
+            m.note = (m.note + "; " if m.note else "") + note
+        self.say(summary_line(m))
+        return m
+
+    async def run_cases(self, drivers: Sequence[Driver], workloads: Sequence[str], note: str = "") -> None:
+        repeat = max(1, self.args.repeat)
+        for workload in workloads:
+            for _, case in client_cases(workload, self.args.senders):
+                runs: dict[str, list[Measurement]] = {d.system: [] for d in drivers}
+                for _ in range(repeat):
+                    for driver in drivers:
+                        runs[driver.system].append(await self.run_case(driver, workload, case, note))
+                self.results += [median_run(found) for found in runs.values()]
+
+    async def run(self, workloads: Sequence[str], peers: Sequence[str]) -> None:
+        client = [w for w in workloads if w in CLIENT_WORKLOADS]
+        drivers: list[Driver] = []
+        try:
+            if client:
+                if not self.args.no_orbitmq:
+                    drivers += await self.orbitmq_drivers({}, "orbitmq", client)
+                for peer in peers:
+                    found = await self.peer_driver(peer, client)
+                    if found is not None:
+                        drivers.append(found)
+                await self.run_cases(drivers, client)
+            for driver in drivers:
+                with contextlib.suppress(Exception):
+                    await driver.close()
+            drivers = []
+            self.stop_servers()
+            if self.args.no_orbitmq:
+                return
+            if "W5" in workloads:
+                await self.run_w5()
+            if "W6" in workloads:
+                why = "needs replication (SYNC_MASTER + slave) in the harness"
+                self.results.append(skipped("W6", "orbitmq", why))
+            for workload in ("W8", "W9", "W10"):
+                if workload in workloads:
+                    await self.run_server_workload(workload)
+        finally:
+            for driver in drivers:
+                with contextlib.suppress(Exception):
+                    await driver.close()
+            self.stop_servers()
+
+    async def run_w5(self) -> None:
+        # Against a running cluster the bench cannot choose the flush mode: it is the cluster's own.
+        note = "" if self.args.serve else "flush mode is the cluster's own"
+        drivers = await self.orbitmq_drivers({"flushDiskType": "SYNC_FLUSH"}, "orbitmq-w5", ["W5"])
+        try:
+            await self.run_cases(drivers, ["W5"], note)
+        finally:
+            for driver in drivers:
+                with contextlib.suppress(Exception):
+                    await driver.close()
+            self.stop_servers()
+
+    async def run_server_workload(self, workload: str) -> None:
+        if not self.args.serve:
+            self.results.append(skipped(workload, "orbitmq", "needs --serve (the bench must own the broker)"))
+            return
+        from orbitmq.bench import server_workloads
+
+        try:
+            found = await server_workloads.run(workload, self.args, self.workdir / workload, self.progress)
+        except Exception as exc:
+            found = [skipped(workload, "orbitmq", f"failed: {type(exc).__name__}: {exc}")]
+        for m in found:
+            self.results.append(m)
+            self.say(summary_line(m))
+
+
+def summary_line(m: Measurement) -> str:
+    if m.skipped:
+        return f"{m.workload} {m.case} {m.system}: skipped ({short_note(m.note, 300)})"
+    lat = m.latency
+    latency = f", p50 {lat.p50_us:,.0f} µs p99 {lat.p99_us:,.0f} µs" if lat.count else ""
+    cpu = ""
+    if m.server_cores is not None or m.client_cores is not None:
+        srv = "-" if m.server_cores is None else f"{m.server_cores:.2f}"
+        cli = "-" if m.client_cores is None else f"{m.client_cores:.2f}"
+        cpu = f", cores srv {srv} cli {cli}"
+    rate = f"{m.messages:,} msgs in {m.seconds:.1f} s = {m.msgs_per_s:,.0f} msgs/s" if m.seconds else m.note
+    return f"{m.workload} {m.case} {m.system}: {rate}{latency}{cpu}"
+
+
+def meta(args: argparse.Namespace, workloads: Sequence[str], peers: Sequence[str]) -> dict[str, Any]:
+    return {
+        "workloads": list(workloads),
+        "peers": list(peers),
+        "target": "serve" if args.serve else (args.namesrv or "127.0.0.1:9876"),
+        "duration_s": args.duration,
+        "body_size": args.size,
+        "queues": args.queues,
+        "messages": args.messages,
+        "rate": args.rate,
+        "repeat": args.repeat,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+async def _main_async(bench: Bench, workloads: Sequence[str], peers: Sequence[str]) -> None:
+    await bench.run(workloads, peers)
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.table_from is not None:
+        doc = orjson.loads(args.table_from.read_bytes())
+        print(render_table([measurement_from_dict(r) for r in doc["results"]]))
+        return 0
+    if not args.workloads:
+        parser.error("name at least one workload (W1..W10 or all)")
+    try:
+        workloads = parse_workloads(args.workloads)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    peers = parse_peer_list(args.peers)
+    if args.namesrv and not args.namesrv.startswith("127.0.0.1:"):
+        parser.error("the bench only drives 127.0.0.1 (use -n 127.0.0.1:PORT)")
+    for name in ("duration", "rate", "drain_timeout"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    for name in ("size", "queues", "in_flight", "batch", "batch_senders", "messages", "repeat"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.size < 8:
+        parser.error("--size must be at least 8 (the latency stamp)")
+
+    own_workdir = args.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="orbitmq-bench-")) if own_workdir else args.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    progress = Progress(sys.stderr)
+    bench = Bench(args, workdir, progress)
+    from orbitmq.transport.loop import run
+
+    try:
+        run(_main_async(bench, workloads, peers))
+    except KeyboardInterrupt:
+        progress.end("interrupted; servers stopped")
+    finally:
+        if own_workdir and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif args.keep:
+            progress.end(f"work dir kept: {workdir}")
+    if args.json:
+        sys.stdout.write(
+            orjson.dumps(json_document(bench.results, meta(args, workloads, peers))).decode() + "\n"
+        )
+    else:
+        print(render_table(bench.results))
+    failed = [m for m in bench.results if m.skipped and m.note.startswith("failed")]
+    return 1 if failed else 0

@@ -1,0 +1,145 @@
+"""CPU and memory accounting of processes from /proc: who was busy while a figure was measured.
+
+A result is only meaningful if one knows whether the server or the benchmark client was the limit, so
+every figure carries the cores each side used: (utime + stime delta) / wall-clock delta. The parsing
+functions are pure (they take the file's text); `ProcessCpu` reads /proc. Linux only; elsewhere the
+readings are None and the table shows "-".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def clock_ticks_per_second() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 100
+
+
+def parse_stat_cpu_ticks(stat_text: str) -> int:
+    """utime + stime (clock ticks) from the text of /proc/<pid>/stat.
+
+    The command name (field 2) is in parentheses and may itself contain spaces and parentheses, so
+    fields are counted from the LAST ')'; utime and stime are fields 14 and 15 (1-based).
+    """
+    close = stat_text.rfind(")")
+    if close < 0:
+        raise ValueError("not a /proc/<pid>/stat line: no ')'")
+    fields = stat_text[close + 2 :].split()
+    # fields[0] is field 3 (state), so field k is fields[k - 3].
+    if len(fields) < 13:
+        raise ValueError("not a /proc/<pid>/stat line: too few fields")
+    return int(fields[11]) + int(fields[12])
+
+
+def parse_stat_ppid(stat_text: str) -> int:
+    """The parent pid (field 4) from the text of /proc/<pid>/stat."""
+    close = stat_text.rfind(")")
+    fields = stat_text[close + 2 :].split()
+    return int(fields[1])
+
+
+def parse_status_rss_kib(status_text: str) -> int | None:
+    """VmRSS in KiB from the text of /proc/<pid>/status (None for a zombie or kernel thread)."""
+    for line in status_text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return None
+
+
+def cores_used(cpu_seconds: float, wall_seconds: float) -> float:
+    """Average number of cores busy over a wall-clock interval."""
+    if wall_seconds <= 0:
+        return 0.0
+    return cpu_seconds / wall_seconds
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    """pid's live descendants (children, grandchildren...), read from /proc; [] when /proc is absent."""
+    parent_of: dict[int, int] = {}
+    try:
+        entries = list(PROC.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        text = _read(entry / "stat")
+        if text is None:
+            continue
+        try:
+            parent_of[int(entry.name)] = parse_stat_ppid(text)
+        except (ValueError, IndexError):
+            continue
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parent_of.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) pid has used so far, None when it cannot be read."""
+    text = _read(PROC / str(pid) / "stat")
+    if text is None:
+        return None
+    try:
+        return parse_stat_cpu_ticks(text) / clock_ticks_per_second()
+    except (ValueError, IndexError):
+        return None
+
+
+def rss_mib(pid: int) -> float | None:
+    text = _read(PROC / str(pid) / "status")
+    if text is None:
+        return None
+    kib = parse_status_rss_kib(text)
+    return None if kib is None else kib / 1024.0
+
+
+@dataclass(slots=True)
+class CpuSnapshot:
+    seconds: float | None
+
+
+class ProcessCpu:
+    """CPU seconds used by a set of processes (and, optionally, their descendants) between snapshots.
+
+    Descendants matter for servers started through a wrapper (a shell, `python -m orbitmq serve`
+    spawning helpers); they are resolved at construction time.
+    """
+
+    def __init__(self, pids: Iterable[int], *, include_descendants: bool = True) -> None:
+        roots = list(pids)
+        extra = [d for p in roots for d in descendants(p)] if include_descendants else []
+        self.pids = sorted(set(roots + extra))
+
+    def snapshot(self) -> CpuSnapshot:
+        if not self.pids:
+            return CpuSnapshot(None)
+        readings = [cpu_seconds(pid) for pid in self.pids]
+        known = [r for r in readings if r is not None]
+        return CpuSnapshot(sum(known) if known else None)
+
+    @staticmethod
+    def delta_cores(before: CpuSnapshot, after: CpuSnapshot, wall_seconds: float) -> float | None:
+        if before.seconds is None or after.seconds is None:
+            return None
+        return cores_used(max(0.0, after.seconds - before.seconds), wall_seconds)

@@ -1,0 +1,135 @@
+"""Rendering measurements as a fixed-width text table (and the `--json` document).
+
+Rows are grouped by (workload, case); within a group the first orbitmq row (the client library when it
+ran, else the raw driver) is the reference and each peer row shows the ratio "orbitmq ×" (> 1 = orbitmq
+better). Pure: strings in, strings out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from orbitmq.bench.result import Measurement, ratio
+
+COLUMNS = (
+    "workload",
+    "case",
+    "system",
+    "msgs/s",
+    "MB/s",
+    "p50 µs",
+    "p99 µs",
+    "max µs",
+    "orbitmq ×",
+    "srv cores",
+    "cli cores",
+    "srv µs/msg",
+)
+RIGHT_ALIGNED = frozenset(COLUMNS[3:])
+
+
+def fmt_number(value: float | None, *, digits: int = 0) -> str:
+    """Thousands separators; '-' for missing or NaN."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def is_orbitmq(system: str) -> bool:
+    return system.startswith("orbitmq")
+
+
+def group_rows(measurements: Sequence[Measurement]) -> list[list[Measurement]]:
+    """Measurements grouped by (workload, case) in first-seen order, orbitmq systems first in a group."""
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault((m.workload, m.case), []).append(m)
+    ordered = []
+    for group in groups.values():
+        ordered.append(sorted(group, key=lambda m: (not is_orbitmq(m.system), group.index(m))))
+    return ordered
+
+
+def short_note(note: str, limit: int = 160) -> str:
+    """One line for the table: a multi-line note (a server's traceback) becomes its first and last
+    lines; the JSON output keeps the whole note."""
+    lines = [line.strip() for line in note.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def row_cells(m: Measurement, reference: Measurement | None) -> list[str]:
+    if m.skipped:
+        return [m.workload, m.case, m.system, "skipped: " + short_note(m.note)] + [""] * (len(COLUMNS) - 4)
+    if m.messages == 0 and m.extra:
+        # A server workload (W8, W10): its figures are seconds and MiB, said in words.
+        return [m.workload, m.case, m.system, "= " + short_note(m.note)] + [""] * (len(COLUMNS) - 4)
+    r = None if reference is None or is_orbitmq(m.system) else ratio(reference, m)
+    return [
+        m.workload,
+        m.case,
+        m.system,
+        fmt_number(m.msgs_per_s),
+        fmt_number(m.mb_per_s, digits=1),
+        fmt_number(m.latency.p50_us),
+        fmt_number(m.latency.p99_us),
+        fmt_number(m.latency.max_us),
+        fmt_ratio(r),
+        fmt_number(m.server_cores, digits=2),
+        fmt_number(m.client_cores, digits=2),
+        fmt_number(m.server_us_per_msg),
+    ]
+
+
+def render_table(measurements: Sequence[Measurement]) -> str:
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for group in group_rows(measurements):
+        reference = next((m for m in group if is_orbitmq(m.system) and not m.skipped), None)
+        for m in group:
+            rows.append(row_cells(m, reference))
+            if m.note and not m.skipped and not (m.messages == 0 and m.extra):
+                notes.append(f"{m.workload} {m.case} {m.system}: {short_note(m.note, 300)}")
+            if m.errors:
+                notes.append(f"{m.workload} {m.case} {m.system}: {m.errors} errors")
+    widths = [len(c) for c in COLUMNS]
+    for row in rows:
+        for i, cell in enumerate(row):
+            # A "skipped: ..." cell spans the figure columns; it must not widen the msgs/s column.
+            if not (i == 3 and cell.startswith(("skipped", "= "))):
+                widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        out: list[str] = []
+        for i, cell in enumerate(cells):
+            if i == 3 and cell.startswith(("skipped", "= ")):
+                return "  ".join([*out, cell]).rstrip()
+            out.append(cell.rjust(widths[i]) if COLUMNS[i] in RIGHT_ALIGNED else cell.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    lines = [line(COLUMNS), "  ".join("-" * w for w in widths)]
+    lines += [line(row) for row in rows]
+    lines.append("orbitmq × : > 1 means orbitmq is better (msgs/s ratio; for W4 the p99 latency ratio).")
+    lines.append("cores: CPU used (user+system) per wall-clock second, server processes and bench process.")
+    lines.append("srv µs/msg: server CPU per message, the figure least disturbed by a busy box.")
+    lines += notes
+    return "\n".join(lines)
+
+
+def json_document(measurements: Sequence[Measurement], meta: dict[str, Any]) -> dict[str, Any]:
+    results = []
+    for group in group_rows(measurements):
+        reference = next((m for m in group if is_orbitmq(m.system) and not m.skipped), None)
+        for m in group:
+            d = m.to_dict()
+            d["orbitmq_ratio"] = None if reference is None or is_orbitmq(m.system) else ratio(reference, m)
+            results.append(d)
+    return {"meta": meta, "results": results}

@@ -1,0 +1,73 @@
+"""End to end: `orbitmq bench` runs a 1-second workload against a real `--serve` (and a real peer when
+installed), stops every server it started, and reports figures with CPU accounting as JSON.
+
+No performance assertion: only that the instrument measures something and cleans up after itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_bench(tmp_path: Path, *args: str) -> dict[str, object]:
+    workdir = tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, "-m", "orbitmq", "bench", *args, "--json", "--workdir", str(workdir)],
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    doc: dict[str, object] = orjson.loads(proc.stdout)
+    return doc
+
+
+def no_process_uses(path: Path) -> bool:
+    """True when no live process has `path` in its command line (the bench stopped its servers)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(path) in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    return False
+            except OSError:
+                continue
+    return True
+
+
+@pytest.mark.skipif(importlib.util.find_spec("orbitmq.serve") is None, reason="orbitmq serve not there yet")
+def test_w1_against_serve_measures_and_stops_the_server(tmp_path: Path) -> None:
+    doc = run_bench(tmp_path, "W1", "--serve", "--driver", "raw", "-d", "1", "--senders", "1")
+    results = doc["results"]
+    assert isinstance(results, list) and len(results) == 1
+    r = results[0]
+    assert (r["workload"], r["system"], r["skipped"]) == ("W1", "orbitmq-raw", False), r
+    assert r["messages"] > 0 and r["errors"] == 0
+    assert r["latency"]["p50_us"] > 0
+    assert r["server_cores"] is not None and r["client_cores"] is not None
+    assert no_process_uses(tmp_path / "work")
+
+
+@pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="redis-server not installed (bench/peers/install.sh)"
+)
+def test_w1_against_a_peer_only(tmp_path: Path) -> None:
+    doc = run_bench(tmp_path, "W1", "--no-orbitmq", "--peers", "redis", "-d", "1", "--senders", "1")
+    results = doc["results"]
+    assert isinstance(results, list)
+    [r] = results
+    assert (r["system"], r["skipped"]) == ("redis", False), r
+    assert r["messages"] > 0
+    assert r["server_cores"] is not None
+    assert no_process_uses(tmp_path / "work")

@@ -1,0 +1,65 @@
+"""Parsing /proc text for CPU and RSS accounting (orbitmq.bench.cpu), plus one read of our own process."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from orbitmq.bench.cpu import (
+    ProcessCpu,
+    cores_used,
+    cpu_seconds,
+    parse_stat_cpu_ticks,
+    parse_stat_ppid,
+    parse_status_rss_kib,
+)
+
+# A real /proc/<pid>/stat line shape, with a command name containing spaces and a ')'.
+STAT = "4242 (python (x) y) S 17 4242 17 34816 4242 4194304 2000 0 1 0 250 75 3 4 20 0 3 0 123 456 789"
+
+
+def test_utime_plus_stime_counted_after_the_last_parenthesis() -> None:
+    assert parse_stat_cpu_ticks(STAT) == 250 + 75
+    assert parse_stat_ppid(STAT) == 17
+
+
+def test_garbage_stat_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        parse_stat_cpu_ticks("no parenthesis here")
+    with pytest.raises(ValueError):
+        parse_stat_cpu_ticks("1 (x) S 2 3")
+
+
+def test_rss_from_status() -> None:
+    text = "Name:\tpython\nVmPeak:\t  100 kB\nVmRSS:\t   51200 kB\nThreads:\t3\n"
+    assert parse_status_rss_kib(text) == 51200
+    assert parse_status_rss_kib("Name:\tkthreadd\n") is None
+
+
+def test_cores_used() -> None:
+    assert cores_used(1.5, 3.0) == 0.5
+    assert cores_used(1.0, 0.0) == 0.0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux only")
+def test_own_process_cpu_is_readable_and_grows() -> None:
+    before = cpu_seconds(os.getpid())
+    assert before is not None
+    sum(i * i for i in range(300_000))  # burn a little CPU (no sleeping)
+    acct = ProcessCpu([os.getpid()], include_descendants=False)
+    a = acct.snapshot()
+    sum(i * i for i in range(300_000))
+    b = acct.snapshot()
+    assert a.seconds is not None and b.seconds is not None
+    assert b.seconds >= a.seconds >= before
+    cores = ProcessCpu.delta_cores(a, b, 1.0)
+    assert cores is not None and cores >= 0.0
+
+
+def test_unknown_pid_reads_as_none() -> None:
+    acct = ProcessCpu([2**22 + 12345], include_descendants=False)
+    snap = acct.snapshot()
+    assert snap.seconds is None
+    assert ProcessCpu.delta_cores(snap, snap, 1.0) is None
