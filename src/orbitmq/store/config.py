@@ -1,0 +1,172 @@
+"""StoreConfig: RocketMQ 4.9.7 MessageStoreConfig in snake_case, readable from broker.conf property names.
+
+Field names are the camelCase RocketMQ keys converted to snake_case (`mappedFileSizeCommitLog` ->
+`mapped_file_size_commit_log`), so an existing broker.conf configures the store unchanged. Defaults are
+RocketMQ's (fact sheet 7.1 and 6.8). This module holds values and their parsing only; it knows no files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orbitmq.common.errors import StoreError
+
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+ASYNC_FLUSH = "ASYNC_FLUSH"
+SYNC_FLUSH = "SYNC_FLUSH"
+ASYNC_MASTER = "ASYNC_MASTER"
+SYNC_MASTER = "SYNC_MASTER"
+SLAVE = "SLAVE"
+
+
+def _default_root() -> str:
+    return os.path.join(os.path.expanduser("~"), "store")
+
+
+@dataclass(slots=True)
+class StoreConfig:
+    store_path_root_dir: str = field(default_factory=_default_root)
+    store_path_commit_log: str | None = None  # None -> <root>/commitlog
+    mapped_file_size_commit_log: int = 1073741824
+    mapped_file_size_consume_queue: int = 6000000
+    enable_consume_queue_ext: bool = False
+    flush_interval_commit_log: int = 500
+    commit_interval_commit_log: int = 200
+    flush_commit_log_timed: bool = True
+    flush_interval_consume_queue: int = 1000
+    clean_resource_interval: int = 10000
+    delete_commit_log_files_interval: int = 100
+    delete_consume_queue_files_interval: int = 100
+    destroy_maped_file_interval_forcibly: int = 120000
+    redelete_hanged_file_interval: int = 120000
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    file_reserved_time: int = 72
+    put_msg_index_hight_water: int = 600000
+    max_message_size: int = 4194304
+    check_crc_on_recover: bool = True
+    flush_commit_log_least_pages: int = 4
+    commit_commit_log_least_pages: int = 4
+    flush_least_pages_when_warm_maped_file: int = 4096
+    flush_consume_queue_least_pages: int = 2
+    flush_commit_log_thorough_interval: int = 10000
+    commit_commit_log_thorough_interval: int = 200
+    flush_consume_queue_thorough_interval: int = 60000
+    max_transfer_bytes_on_message_in_memory: int = 262144
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 65536
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5000000
+    max_index_num: int = 20000000
+    max_msgs_num_batch: int = 64
+    message_index_safe: bool = False
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20000
+    ha_transfer_batch_size: int = 32768
+    ha_master_address: str | None = None
+    ha_slave_fallbehind_max: int = 268435456
+    broker_role: str = ASYNC_MASTER
+    flush_disk_type: str = ASYNC_FLUSH
+    sync_flush_timeout: int = 5000
+    slave_timeout: int = 3000
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    flush_delay_offset_interval: int = 10000
+    clean_file_forcibly_enable: bool = True
+    warm_maped_file_enable: bool = False
+    offset_check_in_slave: bool = False
+    duplication_enable: bool = False
+    disk_fall_recorded: bool = True
+    os_page_cache_busy_time_out_mills: int = 1000
+    default_query_max_num: int = 32
+    transient_store_pool_enable: bool = False
+    transient_store_pool_size: int = 5
+    fast_fail_if_no_buffer_in_store_pool: bool = False
+    # System properties in RocketMQ (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
+    disk_space_clean_forcibly_ratio: float = 0.85
+    disk_space_warning_level_ratio: float = 0.90
+
+    # ---- derived values -------------------------------------------------------------------------
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def checkpoint_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "lock")
+
+    @property
+    def consume_queue_file_size(self) -> int:
+        """The CQ file size rounded up to a whole number of 20-byte entries, as RocketMQ does."""
+        return -(-self.mapped_file_size_consume_queue // 20) * 20
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type == SYNC_FLUSH
+
+    def delay_levels_ms(self) -> dict[int, int]:
+        """Delay level (1-based) -> delay in ms, parsed from `message_delay_level` (fact sheet 7.7)."""
+        levels: dict[int, int] = {}
+        for i, item in enumerate(self.message_delay_level.split(" ")):
+            if not item:
+                continue
+            unit = item[-1]
+            if unit not in _UNIT_MS:
+                raise StoreError(f"bad messageDelayLevel item {item!r}")
+            levels[i + 1] = int(item[:-1]) * _UNIT_MS[unit]
+        return levels
+
+    def delete_hours(self) -> set[int]:
+        """The hours of day named by `delete_when` (`;`-separated)."""
+        return {int(h) for h in self.delete_when.split(";") if h.strip()}
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> StoreConfig:
+        """Read RocketMQ camelCase property names (unknown names are ignored: they belong to the broker)."""
+        config = cls()
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        for key, raw in props.items():
+            name = _CAMEL.sub("_", key.strip()).lower()
+            if name not in types:
+                continue
+            kind = str(types[name])
+            value: Any
+            text = raw.strip()
+            if "bool" in kind:
+                value = text.lower() == "true"
+            elif "float" in kind:
+                value = float(text)
+            elif "int" in kind:
+                try:
+                    value = int(text)
+                except ValueError as exc:
+                    raise StoreError(f"bad value for {key}: {raw!r}") from exc
+            else:
+                value = text or None if "None" in kind else text
+            setattr(config, name, value)
+        return config

@@ -1,0 +1,230 @@
+"""The dispatcher (RocketMQ's ReputMessageService + CommitLogDispatchers): the log is the truth.
+
+One code path derives consume-queue entries and index keys from commit-log records:
+
+- after each append, the write path hands over requests it built while writing (nothing re-parsed);
+- on a slave after each replicated chunk, and at start-up after recovery, `dispatch_from_log` tails the
+  commit log from `reput_offset`, scanning records with message.record.scan_record and stopping before
+  an incomplete record (a replicated chunk may end mid-record).
+
+Both end in `dispatch`, which writes CQ entries per queue in one pack, indexes keys, moves
+`reput_offset` and calls the arrival listeners (the broker wakes long-polling pulls with them).
+PREPARED/ROLLBACK transaction types get no CQ entry; ROLLBACK is not indexed (fact sheet 5.2, 6.5).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from typing import NamedTuple
+
+from orbitmq.message.record import scan_record
+from orbitmq.message.record_layout import BLANK_MAGIC, MESSAGE_MAGIC
+from orbitmq.message.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.segment_queue import MappedFileQueue
+
+log = logging.getLogger(__name__)
+ArrivalListener = Callable[[str, int, int, int], None]
+_HEAD = struct.Struct(">iI")
+_SCAN_CHUNK = 512
+
+
+class DispatchRequest(NamedTuple):
+    topic: str
+    queue_id: int
+    physical_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    queue_offset: int
+    sys_flag: int
+    keys: str | None
+    uniq_key: str | None
+
+
+def _gets_cq_entry(sys_flag: int) -> bool:
+    # NOT (0x0) and COMMIT (0x8) only: bit 2 set means PREPARED (0x4) or ROLLBACK (0xC).
+    return not sys_flag & 0x4
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        commit_log_files: MappedFileQueue,
+        queues: ConsumeQueueTable,
+        key_index: KeyIndex | None,
+        delay_levels_ms: list[int],
+        topic_queue_table: dict[tuple[str, int], int],
+    ) -> None:
+        self.commit_log_files = commit_log_files
+        self.queues = queues
+        self.key_index = key_index
+        self.delay_levels_ms = delay_levels_ms
+        self.topic_queue_table = topic_queue_table
+        self.reput_offset = 0
+        self.last_dispatched_timestamp = 0
+        self.listeners: list[ArrivalListener] = []
+        self._warned_at = -1
+
+    def dispatch(self, requests: list[DispatchRequest]) -> None:
+        if not requests:
+            return
+        if len(requests) == 1:
+            self._dispatch_one(requests[0])
+            return
+        groups: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        for r in requests:
+            if not r.sys_flag & 0x4:
+                key = (r.topic, r.queue_id)
+                entry = (r.physical_offset, r.size, r.tags_code, r.queue_offset)
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = [entry]
+                else:
+                    group.append(entry)
+        queues = self.queues
+        for (topic, queue_id), entries in groups.items():
+            queues.find_or_create(topic, queue_id).put_entries(entries)
+        key_index = self.key_index
+        if key_index is not None:
+            indexed_until = key_index.end_phy_offset if key_index.files else -1
+            for r in requests:
+                if r.physical_offset <= indexed_until:
+                    continue
+                if (r.sys_flag & TRANSACTION_TYPE_MASK) == TRANSACTION_ROLLBACK_TYPE:
+                    continue
+                keys: list[str] = []
+                if r.uniq_key:
+                    keys.append(r.uniq_key)
+                if r.keys:
+                    keys += [k for k in r.keys.split(" ") if k]
+                if keys:
+                    key_index.put(r.topic, keys, r.physical_offset, r.store_timestamp)
+        last = requests[-1]
+        end = last.physical_offset + last.size
+        self.reput_offset = max(self.reput_offset, end)
+        self.last_dispatched_timestamp = last.store_timestamp
+        if self.listeners:
+            for (topic, queue_id), entries in groups.items():
+                cq = queues.find(topic, queue_id)
+                max_offset = cq.max_offset if cq is not None else 0
+                tags = {e[2] for e in entries} if len(entries) > 1 else (entries[0][2],)
+                for listener in self.listeners:
+                    for tag in tags:
+                        self._notify(listener, topic, queue_id, max_offset, tag)
+
+    @staticmethod
+    def _notify(
+        listener: ArrivalListener, topic: str, queue_id: int, max_offset: int, tags_code: int
+    ) -> None:
+        # The append already happened: a failing listener must not turn it into a failed put.
+        try:
+            listener(topic, queue_id, max_offset, tags_code)
+        except Exception:
+            log.exception("arrival listener failed")
+
+    def _dispatch_one(self, r: DispatchRequest) -> None:
+        """`dispatch` of a single request (the common single-message put), without grouping."""
+        cq = None
+        if not r.sys_flag & 0x4:
+            cq = self.queues.find_or_create(r.topic, r.queue_id)
+            cq.put_entries([(r.physical_offset, r.size, r.tags_code, r.queue_offset)])
+        key_index = self.key_index
+        if (
+            key_index is not None
+            and (r.sys_flag & TRANSACTION_TYPE_MASK) != TRANSACTION_ROLLBACK_TYPE
+            and (not key_index.files or r.physical_offset > key_index.end_phy_offset)
+        ):
+            keys = [r.uniq_key] if r.uniq_key else []
+            if r.keys:
+                keys += [k for k in r.keys.split(" ") if k]
+            if keys:
+                key_index.put(r.topic, keys, r.physical_offset, r.store_timestamp)
+        end = r.physical_offset + r.size
+        self.reput_offset = max(self.reput_offset, end)
+        self.last_dispatched_timestamp = r.store_timestamp
+        if cq is not None:
+            max_offset = cq.max_offset
+            for listener in self.listeners:
+                self._notify(listener, r.topic, r.queue_id, max_offset, r.tags_code)
+
+    def _warn_invalid(self, offset: int) -> None:
+        if offset != self._warned_at:
+            self._warned_at = offset
+            log.warning("dispatch stopped at an invalid record at commit log offset %d", offset)
+
+    def dispatch_from_log(self, end_offset: int | None = None, *, check_crc: bool = False) -> int:
+        """Dispatch the complete records from `reput_offset` up to `end_offset` (default: the log's end).
+
+        Returns the new `reput_offset`. Stops before an incomplete record and at an invalid one (the
+        caller decides whether that is an error: recovery has already truncated the log there).
+        """
+        files = self.commit_log_files
+        limit = files.max_offset if end_offset is None else min(end_offset, files.max_offset)
+        batch: list[DispatchRequest] = []
+        delays = self.delay_levels_ms
+        table = self.topic_queue_table
+        while self.reput_offset < limit:
+            offset = self.reput_offset
+            f = files.find(offset)
+            if f is None:
+                if offset < files.min_offset:
+                    self.reput_offset = files.min_offset
+                    continue
+                break
+            pos = offset - f.file_from_offset
+            readable = min(f.wrote_position, limit - f.file_from_offset)
+            mm = f.mm
+            stop = False
+            while pos < readable:
+                if readable - pos < 8:
+                    stop = True
+                    break
+                size, magic = _HEAD.unpack_from(mm, pos)
+                if magic == BLANK_MAGIC:
+                    # End of this file: dispatch what we have, continue in the next file.
+                    self.dispatch(batch)
+                    batch = []
+                    self.reput_offset = f.file_tail_offset
+                    break
+                if magic == MESSAGE_MAGIC and size > 0 and pos + size > readable:
+                    stop = True  # incomplete: the rest of the record has not arrived yet
+                    break
+                r = scan_record(mm, pos, check_crc=check_crc, delay_levels_ms=delays)
+                if r.kind != "message":
+                    self._warn_invalid(f.file_from_offset + pos)
+                    stop = True
+                    break
+                batch.append(
+                    DispatchRequest(
+                        r.topic,
+                        r.queue_id,
+                        f.file_from_offset + pos,
+                        r.size,
+                        r.tags_code,
+                        r.store_timestamp,
+                        r.queue_offset,
+                        r.sys_flag,
+                        r.keys,
+                        r.uniq_key,
+                    )
+                )
+                if _gets_cq_entry(r.sys_flag):
+                    key = (r.topic, r.queue_id)
+                    if table.get(key, 0) <= r.queue_offset:
+                        table[key] = r.queue_offset + 1
+                pos += size
+                if len(batch) >= _SCAN_CHUNK:
+                    self.dispatch(batch)
+                    batch = []
+            else:
+                stop = True
+            if batch:
+                self.dispatch(batch)
+                batch = []
+            if stop:
+                break
+        return self.reput_offset

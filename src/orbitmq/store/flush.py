@@ -1,0 +1,228 @@
+"""The flusher: one thread that makes the commit log, consume queues, index and checkpoint durable.
+
+- SYNC_FLUSH (GroupCommitService): callers register `request_flush(end_offset, callback)`; the thread
+  wakes, runs ONE fdatasync covering every request registered so far, then calls back True for each
+  request whose end is now flushed. A request not satisfied within `sync_flush_timeout` is called back
+  with False (the broker answers FLUSH_DISK_TIMEOUT). With no requests it still flushes every 10 ms
+  (messages sent with WAIT=false).
+- ASYNC_FLUSH (FlushRealTimeService): every `flush_interval_commit_log` ms, flush when at least
+  `flush_commit_log_least_pages` dirty pages accumulated, or everything every
+  `flush_commit_log_thorough_interval` ms.
+- Consume queues (FlushConsumeQueueService): every `flush_interval_consume_queue` ms with
+  `flush_consume_queue_least_pages`, thoroughly every `flush_consume_queue_thorough_interval` ms; then
+  full index files and the checkpoint.
+
+Crash ordering: a checkpoint timestamp is captured before the flush of what it describes and written
+only after that flush returned, so the checkpoint never claims more than is on disk.
+Callbacks run on the flusher thread: callers must hand results to their own thread (the broker uses
+loop.call_soon_threadsafe). This module is threading only; no asyncio.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from orbitmq.store.checkpoint import StoreCheckpoint
+from orbitmq.store.config import StoreConfig
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.segment_queue import MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+FlushCallback = Callable[[bool], None]
+_GROUP_COMMIT_WAIT = 0.010
+
+
+class FlushService:
+    def __init__(
+        self,
+        *,
+        config: StoreConfig,
+        commit_log_files: MappedFileQueue,
+        last_store_timestamp: Callable[[], int],
+        queues: ConsumeQueueTable,
+        key_index: KeyIndex | None,
+        checkpoint: StoreCheckpoint,
+        last_dispatched_timestamp: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.commit_log_files = commit_log_files
+        self.last_store_timestamp = last_store_timestamp
+        self.queues = queues
+        self.key_index = key_index
+        self.checkpoint = checkpoint
+        self.last_dispatched_timestamp = last_dispatched_timestamp
+        self._cond = threading.Condition()
+        self._requests: list[tuple[int, FlushCallback, float]] = []
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._last_thorough_commit_log = time.monotonic()
+        self._last_cq_flush = time.monotonic()
+        self._last_thorough_cq = time.monotonic()
+        self.flush_count = 0  # fdatasync rounds of the commit log (group commit evidence)
+        self.io_lock = threading.Lock()  # serializes flushes with shutdown/retention
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="orbitmq-store-flusher", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, final_flush: bool = True) -> None:
+        """Stop the thread after a last full flush (unless `final_flush` is False, as for a simulated
+        crash); pending requests are answered."""
+        thread = self._thread
+        if thread is None:
+            return
+        with self._cond:
+            self._running = False
+            self._cond.notify_all()
+        thread.join()
+        self._thread = None
+        if final_flush:
+            self.flush_commit_log(0)
+        self._complete_requests(final=True)
+
+    # ---- requests -------------------------------------------------------------------------------
+    def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
+        if self.commit_log_files.flushed_where >= end_offset:
+            callback(True)
+            return
+        deadline = time.monotonic() + self.config.sync_flush_timeout / 1000.0
+        with self._cond:
+            self._requests.append((end_offset, callback, deadline))
+            self._cond.notify()
+
+    def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
+        """Block the calling thread until `end_offset` is flushed (tests, tools, the bench)."""
+        done = threading.Event()
+        outcome: list[bool] = []
+
+        def cb(ok: bool) -> None:
+            outcome.append(ok)
+            done.set()
+
+        self.request_flush(end_offset, cb)
+        if self._thread is None:
+            self.flush_commit_log(0)
+            self._complete_requests(final=True)
+        done.wait(timeout)
+        return bool(outcome and outcome[0])
+
+    # ---- flushing -------------------------------------------------------------------------------
+    def flush_commit_log(self, least_pages: int) -> int:
+        """Flush the commit log; returns the flushed offset. Updates the checkpoint's physic timestamp."""
+        with self.io_lock:
+            files = self.commit_log_files
+            timestamp = self.last_store_timestamp()
+            end = files.max_offset
+            try:
+                if least_pages == 0:
+                    files.flush_all()
+                else:
+                    files.flush(least_pages)
+            except (OSError, ValueError) as exc:  # a file deleted by retention under us
+                log.warning("commit log flush failed: %s", exc)
+            self.flush_count += 1
+            if files.flushed_where >= end and timestamp:
+                self.checkpoint.physic_msg_timestamp = timestamp
+            return files.flushed_where
+
+    def flush_consume_queues(self, least_pages: int) -> None:
+        with self.io_lock:
+            timestamp = self.last_dispatched_timestamp()
+            for cq in self.queues.snapshot():
+                try:
+                    if least_pages == 0:
+                        cq.files.flush_all()
+                    else:
+                        cq.flush(least_pages)
+                except (OSError, ValueError) as exc:
+                    log.warning("consume queue flush failed: %s", exc)
+            if self.key_index is not None:
+                for f in self.key_index.take_full_files():
+                    try:
+                        f.flush()
+                        self.checkpoint.index_msg_timestamp = f.end_timestamp
+                    except (OSError, ValueError) as exc:
+                        log.warning("index flush failed: %s", exc)
+                if least_pages == 0:
+                    try:
+                        self.key_index.flush_all()  # the current file too (not covered by the checkpoint)
+                    except (OSError, ValueError) as exc:
+                        log.warning("index flush failed: %s", exc)
+            if timestamp:
+                self.checkpoint.logics_msg_timestamp = timestamp
+            self.checkpoint.flush()
+
+    def _complete_requests(self, *, final: bool = False) -> None:
+        with self._cond:
+            requests, self._requests = self._requests, []
+        if not requests:
+            return
+        flushed = self.commit_log_files.flushed_where
+        now = time.monotonic()
+        keep: list[tuple[int, FlushCallback, float]] = []
+        for request in requests:
+            end, callback, deadline = request
+            if flushed >= end:
+                self._call(callback, True)
+            elif final or now >= deadline:
+                self._call(callback, False)
+            else:
+                keep.append(request)
+        if keep:
+            with self._cond:
+                self._requests = keep + self._requests
+
+    @staticmethod
+    def _call(callback: FlushCallback, ok: bool) -> None:
+        try:
+            callback(ok)
+        except Exception:
+            log.exception("flush callback failed")
+
+    # ---- the thread -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        config = self.config
+        while True:
+            with self._cond:
+                if not self._requests:
+                    interval = config.flush_interval_commit_log / 1000.0
+                    self._cond.wait(_GROUP_COMMIT_WAIT if config.sync_flush else interval)
+                running = self._running
+            if not running:
+                break
+            try:
+                self._round()
+            except Exception:
+                log.exception("flush round failed")
+
+    def _round(self) -> None:
+        config = self.config
+        now = time.monotonic()
+        if config.sync_flush:
+            self.flush_commit_log(0)
+            self._complete_requests()
+        else:
+            least = config.flush_commit_log_least_pages
+            if self._requests:
+                least = 0  # someone waits (wait_flushed, a WAIT message on an ASYNC broker): flush all
+            elif (now - self._last_thorough_commit_log) * 1000 >= config.flush_commit_log_thorough_interval:
+                least = 0
+                self._last_thorough_commit_log = now
+            self.flush_commit_log(least)
+            self._complete_requests()
+        if (now - self._last_cq_flush) * 1000 >= config.flush_interval_consume_queue:
+            self._last_cq_flush = now
+            least = config.flush_consume_queue_least_pages
+            if (now - self._last_thorough_cq) * 1000 >= config.flush_consume_queue_thorough_interval:
+                least = 0
+                self._last_thorough_cq = now
+            self.flush_consume_queues(least)

@@ -1,0 +1,474 @@
+"""MessageStore: the one facade of the store engine (RocketMQ's DefaultMessageStore).
+
+A synchronous library: the broker's event loop calls `put_message`/`get_messages` directly (they never
+block on disk); one flusher thread does fdatasync (flush.py). Puts from several threads are serialized
+by one write lock (append + dispatch together, so consume queues stay in log order). Appends are
+dispatched to the consume queues and the index inline, in the same call, so a pull right after a put
+sees the message and arrival listeners fire before `put_message` returns.
+
+Files (fact sheet 6.1): `commitlog/`, `consumequeue/<topic>/<queue>/`, `index/`, `checkpoint`, `abort`
+(present while running; its presence at load means the last exit was a crash) and `lock` (exclusive
+fcntl lock on byte 0, content "lock", as RocketMQ holds it).
+
+This module knows nothing of sockets, asyncio or request codes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.common.errors import StoreError
+from orbitmq.message.hosts import pack_host
+from orbitmq.message.model import MessageExt
+from orbitmq.message.record_decode import decode_record
+from orbitmq.store.checkpoint import StoreCheckpoint
+from orbitmq.store.commit_log import CommitLog, SegmentCreateError
+from orbitmq.store.config import SLAVE, StoreConfig
+from orbitmq.store.consume_queue import CQ_ENTRY
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
+from orbitmq.store.flush import FlushCallback, FlushService
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.reads import ReadPath
+from orbitmq.store.recovery import rebuild_topic_queue_table, recover
+from orbitmq.store.results import (
+    GetMessageResult,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+from orbitmq.store.retention import CleanResult, DiskUsage, Retention, disk_usage_ratio
+from orbitmq.store.stats import StoreStats
+from orbitmq.store.store_message import StoreBatch, StoreMessage
+
+log = logging.getLogger(__name__)
+
+# fcntl locks are per process: a second store on the same directory in this process is refused here
+# (as a JVM refuses an overlapping FileLock).
+_LOCKED_HERE: set[str] = set()
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        store_host: tuple[str, int] = ("127.0.0.1", 10911),
+        disk_usage: DiskUsage = disk_usage_ratio,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.store_host = store_host
+        self.store_host_bytes = pack_host(*store_host)
+        self.commit_log = CommitLog(config, clock, self.store_host_bytes)
+        self.queues = ConsumeQueueTable(config.consume_queue_dir, config.consume_queue_file_size)
+        self.key_index: KeyIndex | None = (
+            KeyIndex(config.index_dir, config.max_hash_slot_num, config.max_index_num, clock)
+            if config.message_index_enable
+            else None
+        )
+        self.dispatcher = Dispatcher(
+            self.commit_log.files,
+            self.queues,
+            self.key_index,
+            self.commit_log.delay_levels_ms,
+            self.commit_log.topic_queue_table,
+        )
+        self.stats = StoreStats(clock)
+        self.retention = Retention(
+            config, clock, self.commit_log, self.queues, self.key_index, disk_usage=disk_usage
+        )
+        self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.flusher: FlushService | None = None
+        self._lock_fd: int | None = None
+        self._lock_path = ""
+        self._write_lock = threading.RLock()
+        self._loaded = False
+        self._running = False
+        self._shutdown = False
+        self.last_exit_ok = True
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Lock the directory, open every file and recover (fact sheet 6.7). Returns whether the last exit
+        was clean. Raises StoreError if the directory is locked by another process or a file is corrupt."""
+        config = self.config
+        os.makedirs(config.store_path_root_dir, exist_ok=True)
+        self._take_lock()
+        try:
+            self.last_exit_ok = not os.path.exists(config.abort_path)
+            self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+            self.commit_log.files.load()
+            self.queues.load()
+            if self.key_index is not None:
+                self.key_index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+            recover(
+                commit_log=self.commit_log,
+                queues=self.queues,
+                key_index=self.key_index,
+                dispatcher=self.dispatcher,
+                checkpoint=self.checkpoint,
+                last_exit_ok=self.last_exit_ok,
+                check_crc=config.check_crc_on_recover,
+                index_safe=config.message_index_safe,
+            )
+            self.commit_log.last_store_timestamp = max(
+                self.commit_log.last_store_timestamp, self.checkpoint.physic_msg_timestamp
+            )
+            self.flusher = FlushService(
+                config=config,
+                commit_log_files=self.commit_log.files,
+                last_store_timestamp=lambda: self.commit_log.last_store_timestamp,
+                queues=self.queues,
+                key_index=self.key_index,
+                checkpoint=self.checkpoint,
+                last_dispatched_timestamp=lambda: self.dispatcher.last_dispatched_timestamp,
+            )
+        except BaseException:
+            try:
+                self._close_files()
+            finally:
+                self._release_lock()
+            raise
+        self._loaded = True
+        return self.last_exit_ok
+
+    def start(self) -> None:
+        """Catch dispatch up, start the flusher and create the abort file (fact sheet 6.7 step 8)."""
+        if not self._loaded:
+            self.load()
+        self.dispatcher.dispatch_from_log()
+        assert self.flusher is not None
+        self.flusher.start()
+        with open(self.config.abort_path, "wb"):
+            pass
+        self._running = True
+        self.stats.sample()
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, remove the abort file (only if dispatch caught up)."""
+        if self._shutdown or not self._loaded:
+            return
+        self._shutdown = True
+        self._running = False
+        flusher = self.flusher
+        if flusher is not None:
+            flusher.stop()
+            flusher.flush_commit_log(0)
+            flusher.flush_consume_queues(0)
+        caught_up = self.dispatcher.reput_offset >= self.commit_log.max_offset
+        self._close_files()
+        if caught_up:
+            try:
+                os.unlink(self.config.abort_path)
+            except FileNotFoundError:
+                pass
+        self._release_lock()
+
+    def abort(self) -> None:
+        """Stop without the clean-shutdown steps (the abort file stays): what a crash leaves behind.
+
+        Used by tests and tools to exercise abnormal recovery in-process."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self._running = False
+        if self.flusher is not None:
+            self.flusher.stop(final_flush=False)
+        self._close_files()
+        self._release_lock()
+
+    def _close_files(self) -> None:
+        self.commit_log.files.close()
+        self.queues.close()
+        if self.key_index is not None:
+            self.key_index.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+
+    def _take_lock(self) -> None:
+        path = os.path.realpath(self.config.lock_path)
+        locked = StoreError(f"store directory {self.config.store_path_root_dir} is locked by another store")
+        if path in _LOCKED_HERE:
+            raise locked
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError as exc:
+            os.close(fd)
+            raise locked from exc
+        os.pwrite(fd, b"lock", 0)
+        self._lock_fd = fd
+        self._lock_path = path
+        _LOCKED_HERE.add(path)
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, 0)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+                _LOCKED_HERE.discard(self._lock_path)
+
+    # ---- write path -----------------------------------------------------------------------------
+    def _refuse(self) -> PutMessageResult | None:
+        if not self._running:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running"
+            )
+        if self.config.broker_role == SLAVE:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the broker role is slave")
+        if self.retention.disk_full:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the disk is full")
+        return None
+
+    def put_message(self, msg: StoreMessage) -> PutMessageResult:
+        refused = self._refuse()
+        if refused is not None:
+            return refused
+        # Append and dispatch under one lock: consume-queue entries must be written in log order even
+        # if several threads put (the broker's loop is one writer; tools and benches may be more).
+        with self._write_lock:
+            try:
+                result, requests = self.commit_log.put(msg)
+            except SegmentCreateError as exc:
+                return self._failed(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))
+            except (OSError, ValueError, StoreError) as exc:
+                log.exception("put failed")
+                return self._failed(PutMessageStatus.UNKNOWN_ERROR, str(exc))
+            return self._after_put(result, requests)
+
+    def put_messages(self, batch: StoreBatch) -> PutMessageResult:
+        refused = self._refuse()
+        if refused is not None:
+            return refused
+        with self._write_lock:
+            try:
+                result, requests = self.commit_log.put_batch(batch)
+            except SegmentCreateError as exc:
+                return self._failed(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))
+            except (OSError, ValueError, StoreError) as exc:
+                log.exception("batch put failed")
+                return self._failed(PutMessageStatus.UNKNOWN_ERROR, str(exc))
+            return self._after_put(result, requests)
+
+    def _failed(self, status: PutMessageStatus, remark: str) -> PutMessageResult:
+        self.stats.put_message_failed_times += 1
+        return PutMessageResult(status, remark=remark)
+
+    def _after_put(self, result: PutMessageResult, requests: list[DispatchRequest]) -> PutMessageResult:
+        stats = self.stats
+        if result.ok:
+            self.dispatcher.dispatch(requests)
+            stats.put_message_times_total += result.msg_num
+            stats.put_message_size_total += result.wrote_bytes
+        else:
+            stats.put_message_failed_times += 1
+        return result
+
+    def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
+        """Group commit: `callback(True)` from the flusher thread once the log is flushed to `end_offset`,
+        `callback(False)` after `sync_flush_timeout` ms."""
+        assert self.flusher is not None, "load() first"
+        self.flusher.request_flush(end_offset, callback)
+
+    def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
+        """Block this thread until the log is flushed to `end_offset` (tools, tests; not for the loop)."""
+        assert self.flusher is not None, "load() first"
+        return self.flusher.wait_flushed(end_offset, timeout)
+
+    def flush(self) -> int:
+        """Flush the commit log now (blocking); returns the flushed offset."""
+        assert self.flusher is not None, "load() first"
+        return self.flusher.flush_commit_log(0)
+
+    def flush_consume_queues(self) -> None:
+        assert self.flusher is not None, "load() first"
+        self.flusher.flush_consume_queues(0)
+
+    # ---- read path (reads.py) -------------------------------------------------------------------
+    def get_messages(  # noqa: PLR0917 -- the interface names these positionally
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        message_filter: Callable[[int], bool] | None = None,
+    ) -> GetMessageResult:
+        return self.reads.get_messages(group, topic, queue_id, offset, max_count, message_filter)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        # RocketMQ creates the queue on lookup, so an unknown queue reports 0.
+        return cq.min_offset if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.entry(offset) if cq is not None else None
+        return entry[0] if entry is not None else 0
+
+    def read_consume_queue(
+        self, topic: str, queue_id: int, offset: int, max_count: int
+    ) -> list[tuple[int, int, int, int]]:
+        """Up to `max_count` raw consume-queue entries from `offset`: (queue offset, commit log offset,
+        size, tags code). For services that need the tags code itself, e.g. the delivery time of
+        SCHEDULE_TOPIC_XXXX entries; stops at the end of the queue (or of a CQ file)."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None or max_count <= 0:
+            return []
+        found = cq.index_buffer(max(offset, cq.min_offset))
+        if found is None:
+            return []
+        view, count = found
+        start = max(offset, cq.min_offset)
+        out = []
+        for i, (phy, size, tags) in enumerate(CQ_ENTRY.iter_unpack(view[: min(count, max_count) * 20])):
+            out.append((start + i, phy, size, tags))
+        return out
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        return self.reads.offset_in_queue_by_time(topic, queue_id, timestamp_ms)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.entry(offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self.reads.store_timestamp_at(entry[0], entry[1])
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def get_earliest_store_time(self) -> int:
+        """Store time of the first message in the commit log (-1 if none)."""
+        first = self.commit_log.files.first_file()
+        if first is None or first.wrote_position == 0:
+            return -1
+        return self.reads.store_timestamp_at(first.file_from_offset, 0)
+
+    def look_message_by_offset(self, physical_offset: int) -> MessageExt | None:
+        view = self.select_one_message_by_offset(physical_offset)
+        return decode_record(view) if view is not None else None
+
+    def select_one_message_by_offset(self, physical_offset: int, size: int = 0) -> memoryview | None:
+        return self.reads.record_at(physical_offset, size)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> QueryMessageResult:
+        return self.reads.query_message(topic, key, max_num, begin_ms, end_ms)
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.commit_log.files.flushed_where
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return max(0, self.commit_log.max_offset - self.dispatcher.reput_offset)
+
+    # ---- topics, listeners, housekeeping --------------------------------------------------------
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """`listener(topic, queue_id, new_max_offset, tags_code)` after each dispatch (loop thread)."""
+        self.dispatcher.listeners.append(listener)
+
+    def delete_topics(self, topics: set[str]) -> None:
+        """Drop the consume queues of `topics` (their records stay in the log until retention)."""
+        with self._write_lock:
+            self._delete_topics(topics)
+
+    def _delete_topics(self, topics: set[str]) -> None:
+        for topic in topics:
+            self.queues.remove_topic(topic)
+            for key in [k for k in self.commit_log.topic_queue_table if k[0] == topic]:
+                del self.commit_log.topic_queue_table[key]
+
+    def topics(self) -> set[str]:
+        return self.queues.topics()
+
+    def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
+        """Retention round (call every cleanResourceInterval); `now_ms` defaults to the store's clock;
+        `force` ignores the deleteWhen hours (RocketMQ's manual delete)."""
+        with self._write_lock:
+            return self.retention.clean_expired_files(now_ms, force=force)
+
+    @property
+    def is_writable(self) -> bool:
+        return self._running and not self.retention.disk_full
+
+    def runtime_info(self) -> dict[str, str]:
+        self.stats.sample()
+        info = self.stats.as_dict()
+        commit_log_ratio = self.retention.disk_usage(self.config.commit_log_dir)
+        info.update(
+            {
+                "commitLogMinOffset": str(self.commit_log.min_offset),
+                "commitLogMaxOffset": str(self.commit_log.max_offset),
+                "commitLogDiskRatio": f"{commit_log_ratio:.4f}",
+                "consumeQueueDiskRatio": f"{self.retention.disk_usage(self.config.consume_queue_dir):.4f}",
+                "remainHowManyDataToFlush": str(self.commit_log.files.remaining_to_flush),
+                "dispatchBehindBytes": str(self.dispatch_behind_bytes),
+                "earliestMessageTimeStamp": str(self.get_earliest_store_time()),
+                "remainTransientStoreBufferNumbs": "0",
+                "pageCacheLockTimeMills": "0",
+                "putMessageEntireTimeMax": "0",
+            }
+        )
+        return info
+
+    # ---- HA hooks -------------------------------------------------------------------------------
+    def get_commit_log_data(self, offset: int, max_bytes: int = 1 << 30) -> memoryview | None:
+        """Log bytes from `offset` to the end of its segment's written data (HA master transfer)."""
+        return self.commit_log.get_data_from(offset, max_bytes)
+
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """Append replicated bytes (slave) and dispatch the complete records; False if `start_offset`
+        does not continue the log."""
+        with self._write_lock:
+            if not self.commit_log.append_data(start_offset, data):
+                return False
+            self.dispatcher.dispatch_from_log()
+        # A slave's log timestamps come from the master's records (RocketMQ sets both on a slave).
+        self.commit_log.last_store_timestamp = self.dispatcher.last_dispatched_timestamp
+        return True
+
+    @property
+    def confirm_offset(self) -> int:
+        """The offset confirmed by replication (-1 until set): the HA engineer sets it."""
+        return self.commit_log.confirm_offset
+
+    @confirm_offset.setter
+    def confirm_offset(self, value: int) -> None:
+        self.commit_log.confirm_offset = value
+
+    def truncate_commit_log(self, offset: int) -> None:
+        """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
+        with self._write_lock, self.commit_log.put_lock:
+            self.commit_log.files.truncate_dirty_files(offset)
+            for cq in self.queues.snapshot():
+                cq.truncate_dirty_logic_files(offset)
+            if self.key_index is not None:
+                self.key_index.drop_files_beyond(offset)
+            self.dispatcher.reput_offset = min(self.dispatcher.reput_offset, offset)
+            rebuild_topic_queue_table(self.commit_log, self.queues)

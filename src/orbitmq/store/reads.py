@@ -1,0 +1,263 @@
+"""ReadPath: pulls, lookups by offset, time and key (RocketMQ's DefaultMessageStore read methods).
+
+`get_messages` follows DefaultMessageStore.getMessage: the status table of fact sheet 3.4, at most
+max(16000, max_count*20) bytes of consume queue scanned per pull, and the batch limits of fact sheet
+7.1 (256 KiB / 32 messages "in memory", 64 KiB / 8 "on disk", where "in memory" means within
+accessMessageInMemoryMaxRatio % of physical RAM from the log's end). At least one message is returned.
+Records are returned as memoryview slices of the mapped segments: nothing is copied.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+
+from orbitmq.message.record_layout import MESSAGE_MAGIC, SYSFLAG_POS, store_timestamp_pos
+from orbitmq.store.commit_log import CommitLog
+from orbitmq.store.config import SLAVE, StoreConfig
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
+from orbitmq.store.stats import StoreStats
+
+_ENTRY = struct.Struct(">qiq")
+_HEAD = struct.Struct(">iI")
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_NO_FILE = -(1 << 63)
+
+
+def total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class ReadPath:
+    def __init__(
+        self,
+        config: StoreConfig,
+        commit_log: CommitLog,
+        queues: ConsumeQueueTable,
+        key_index: KeyIndex | None,
+        stats: StoreStats,
+    ) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.queues = queues
+        self.key_index = key_index
+        self.stats = stats
+        self.memory_limit = total_physical_memory() * config.access_message_in_memory_max_ratio // 100
+
+    def _correct(self, old: int, new: int) -> int:
+        """nextOffsetCorrection: a slave without offsetCheckInSlave keeps the requested offset."""
+        config = self.config
+        if config.broker_role == SLAVE and not config.offset_check_in_slave:
+            return old
+        return new
+
+    def get_messages(  # noqa: PLR0917 -- mirrors MessageStore.get_messages
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        message_filter: Callable[[int], bool] | None,
+    ) -> GetMessageResult:
+        S = GetMessageStatus
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            result = GetMessageResult(S.NO_MATCHED_LOGIC_QUEUE, self._correct(offset, 0), 0, 0)
+            self.stats.get_message_times_total_miss += 1
+            return result
+        min_offset = cq.min_offset
+        max_offset = cq.max_offset
+        if max_offset == 0:
+            status, next_offset = S.NO_MESSAGE_IN_QUEUE, self._correct(offset, 0)
+        elif offset < min_offset:
+            status, next_offset = S.OFFSET_TOO_SMALL, self._correct(offset, min_offset)
+        elif offset == max_offset:
+            status, next_offset = S.OFFSET_OVERFLOW_ONE, self._correct(offset, offset)
+        elif offset > max_offset:
+            status, next_offset = S.OFFSET_OVERFLOW_BADLY, self._correct(offset, max_offset)
+        else:
+            found = cq.index_buffer(offset)
+            if found is None:
+                status, next_offset = S.OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
+            else:
+                return self._collect(
+                    entries=found[0],
+                    count=found[1],
+                    offset=offset,
+                    min_offset=min_offset,
+                    max_offset=max_offset,
+                    max_count=max_count,
+                    message_filter=message_filter,
+                )
+        self.stats.get_message_times_total_miss += 1
+        return GetMessageResult(status, next_offset, min_offset, max_offset)
+
+    def _collect(
+        self,
+        *,
+        entries: memoryview,
+        count: int,
+        offset: int,
+        min_offset: int,
+        max_offset: int,
+        max_count: int,
+        message_filter: Callable[[int], bool] | None,
+    ) -> GetMessageResult:
+        config = self.config
+        commit_log = self.commit_log
+        files = commit_log.files
+        max_phy = files.max_offset
+        memory_limit = self.memory_limit
+        limit = min(count, max(16000, max_count * 20) // 20)
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        buffers: list[memoryview] = []
+        queue_offsets: list[int] = []
+        total = 0
+        next_file_start = _NO_FILE
+        max_phy_pulling = 0
+        unpack = _ENTRY.unpack_from
+        i = 0
+        while i < limit:
+            phy, size, tags = unpack(entries, i * 20)
+            max_phy_pulling = phy
+            if next_file_start != _NO_FILE and phy < next_file_start:
+                i += 1
+                continue
+            n = len(buffers)
+            if n:
+                if n >= max_count:
+                    break
+                if max_phy - phy > memory_limit:
+                    if total + size > config.max_transfer_bytes_on_message_in_disk or (
+                        n > config.max_transfer_count_on_message_in_disk - 1
+                    ):
+                        break
+                elif total + size > config.max_transfer_bytes_on_message_in_memory or (
+                    n > config.max_transfer_count_on_message_in_memory - 1
+                ):
+                    break
+            if message_filter is not None and not message_filter(tags):
+                i += 1
+                continue
+            f = files.find(phy)
+            pos = phy - f.file_from_offset if f is not None else 0
+            if f is None or size <= 0 or pos + size > f.wrote_position:
+                if not buffers:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_file_start = commit_log.roll_next_file(phy)
+                i += 1
+                continue
+            buffers.append(f.view(pos, size))
+            queue_offsets.append(offset + i)
+            total += size
+            status = GetMessageStatus.FOUND
+            next_file_start = _NO_FILE
+            i += 1
+        stats = self.stats
+        if status is GetMessageStatus.FOUND:
+            stats.get_message_times_total_found += 1
+            stats.get_message_transfered_msg_count += len(buffers)
+        else:
+            stats.get_message_times_total_miss += 1
+        return GetMessageResult(
+            status,
+            offset + i,
+            min_offset,
+            max_offset,
+            buffers,
+            len(buffers),
+            max_phy - max_phy_pulling > memory_limit,
+            total,
+            queue_offsets,
+        )
+
+    # ---- single records -------------------------------------------------------------------------
+    def record_at(self, physical_offset: int, size: int = 0) -> memoryview | None:
+        """The whole record at `physical_offset` (its size read from TOTALSIZE when 0), or None."""
+        f = self.commit_log.files.find(physical_offset)
+        if f is None:
+            return None
+        pos = physical_offset - f.file_from_offset
+        if pos + 8 > f.wrote_position:
+            return None
+        total, magic = _HEAD.unpack_from(f.mm, pos)
+        if magic != MESSAGE_MAGIC or total <= 0 or (size and size != total) or pos + total > f.wrote_position:
+            return None
+        return f.view(pos, total)
+
+    def store_timestamp_at(self, physical_offset: int, size: int) -> int:
+        """STORETIMESTAMP of the record at `physical_offset`, -1 if it is not in the log."""
+        f = self.commit_log.files.find(physical_offset)
+        if f is None:
+            return -1
+        pos = physical_offset - f.file_from_offset
+        if pos + SYSFLAG_POS + 4 > f.wrote_position:
+            return -1
+        (sys_flag,) = _INT.unpack_from(f.mm, pos + SYSFLAG_POS)
+        ts_pos = pos + store_timestamp_pos(sys_flag)
+        if ts_pos + 8 > f.wrote_position:
+            return -1
+        return int(_LONG.unpack_from(f.mm, ts_pos)[0])
+
+    def offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """The queue offset whose store time is closest to `timestamp` (binary search over the queue,
+        reading store times from the log, with RocketMQ's left/right closest rule); when several messages
+        share the timestamp, the first of them."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return 0
+        low, high = cq.min_offset, cq.max_offset - 1
+        if high < low:
+            return cq.max_offset
+        target = left = right = -1
+        left_value = right_value = -1
+        while low <= high:
+            mid = (low + high) // 2
+            entry = cq.entry(mid)
+            ts = self.store_timestamp_at(entry[0], entry[1]) if entry is not None else -1
+            if ts < 0:
+                low = mid + 1
+                continue
+            if ts == timestamp:
+                target = mid
+                break
+            if ts > timestamp:
+                high = mid - 1
+                right, right_value = mid, ts
+            else:
+                low = mid + 1
+                left, left_value = mid, ts
+        if target != -1:
+            while target > cq.min_offset:
+                entry = cq.entry(target - 1)
+                if entry is None or self.store_timestamp_at(entry[0], entry[1]) != timestamp:
+                    break
+                target -= 1
+            return target
+        if left_value == -1:
+            return right if right != -1 else cq.min_offset
+        if right_value == -1:
+            return left
+        return right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        result = QueryMessageResult()
+        if self.key_index is None:
+            return result
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        offsets = self.key_index.query(topic, key, max_num, begin, end)
+        result.index_last_update_timestamp, result.index_last_update_phyoffset = self.key_index.last_update()
+        for physical_offset in offsets:
+            view = self.record_at(physical_offset)
+            if view is not None:
+                result.buffers.append(view)
+                result.buffer_total_size += len(view)
+        return result

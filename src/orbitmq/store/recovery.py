@@ -1,0 +1,211 @@
+"""Start-up recovery (fact sheet 6.7): find where the valid log ends, cut everything after it, and make
+the consume queues and the index agree with the log again.
+
+Order (each step relies on the previous one):
+1. consume queues: each is scanned from its 3rd-last file and cut at its first invalid entry;
+2. commit log: records are checked (magic, lengths, body CRC when `check_crc_on_recover`) from the
+   3rd-last segment after a clean exit, or after a crash from the newest segment whose first record is
+   not newer than the checkpoint; the first invalid record (a torn tail, zeros) ends the log: the rest of
+   that segment is zeroed and later segments are deleted;
+3. consume-queue entries and index files pointing at or beyond that end are removed;
+4. the dispatcher re-runs from where the derived files stop being trustworthy -- the max offset any
+   consume queue references after a clean exit; after a crash, the chosen start segment (earlier if no
+   queue reaches it, or if an index file was dropped in step 3) -- so missing entries are rebuilt through
+   the same dispatch path. As in RocketMQ, index entries between the last full flushed index file and
+   the chosen segment are only rebuilt with `message_index_safe` (the start is then chosen by the
+   index checkpoint too);
+5. topicQueueTable is rebuilt from the queues' max offsets and min offsets are corrected.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import struct
+import zlib
+
+from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.message.record_layout import (
+    BLANK_MAGIC,
+    MESSAGE_MAGIC,
+    RecordHeader,
+    store_timestamp_pos,
+    unpack_record_header,
+)
+from orbitmq.store.checkpoint import StoreCheckpoint
+from orbitmq.store.commit_log import CommitLog
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.dispatch import Dispatcher
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.segment_queue import MappedFileQueue
+
+log = logging.getLogger(__name__)
+_HEAD = struct.Struct(">iIiiiqqi")  # through SYSFLAG
+_LONG = struct.Struct(">q")
+_MAGIC = struct.Struct(">I")
+BLANK = -1
+INVALID = -2
+
+
+def _check_record(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) -> RecordHeader | int:
+    """The header of a valid message record at `pos`, BLANK for the end-of-file marker, or INVALID.
+
+    RocketMQ's checkMessageAndReturnSize: magic, lengths adding up to TOTALSIZE, body CRC. Properties
+    are not decoded here (recovery only needs validity; dispatch decodes them).
+    """
+    if pos + 8 > len(mm):
+        return INVALID
+    magic = _MAGIC.unpack_from(mm, pos + 4)[0]
+    if magic == BLANK_MAGIC:
+        return BLANK
+    if magic != MESSAGE_MAGIC:
+        return INVALID
+    try:
+        header = unpack_record_header(mm, pos)
+    except RemoteProtocolError:
+        return INVALID
+    if check_crc:
+        body = view[header.body_pos : header.body_pos + header.body_len]
+        if zlib.crc32(body) & 0x7FFFFFFF != header.body_crc:
+            return INVALID
+    return header
+
+
+def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool) -> int:
+    """The offset just past the last valid record, scanning from segment `start_index`."""
+    segments = files.files
+    if not segments:
+        return 0
+    index = start_index
+    while True:
+        f = segments[index]
+        mm = f.mm
+        view = memoryview(mm)
+        try:
+            pos = 0
+            while True:
+                r = _check_record(mm, view, pos, check_crc)
+                if isinstance(r, RecordHeader):
+                    if (
+                        _next_is_not_a_record(mm, r.end)
+                        and _torn_text(mm, r)
+                        and isinstance(_check_record(mm, view, r.end, False), int)
+                    ):
+                        return f.file_from_offset + pos
+                    pos = r.end
+                    continue
+                break
+        finally:
+            view.release()  # an exported view would keep the mmap from being closed
+        if r == BLANK and index + 1 < len(segments):
+            index += 1
+            continue
+        if r == BLANK:
+            # The blank closes the last segment: the log continues at the next (not yet created) one.
+            return f.file_tail_offset
+        return f.file_from_offset + pos
+
+
+def _next_is_not_a_record(mm: mmap.mmap, pos: int) -> bool:
+    """A cheap look at the magic after a record: only the log's last record needs the torn-text check."""
+    if pos + 8 > len(mm):
+        return True
+    return _MAGIC.unpack_from(mm, pos + 4)[0] not in (MESSAGE_MAGIC, BLANK_MAGIC)
+
+
+def _torn_text(mm: mmap.mmap, r: RecordHeader) -> bool:
+    """Whether the topic or properties of a record hold zero bytes (or the topic is empty).
+
+    The body CRC does not cover topic and properties, so a record whose tail was never written (a
+    process killed mid-copy into the zero-filled segment) can still pass every length check. Such a
+    record is only treated as torn when nothing valid follows it: a legitimate NUL inside a property
+    value of a record in the middle of the log is kept.
+    """
+    return (
+        r.topic_len == 0
+        or mm.find(b"\0", r.topic_pos, r.topic_pos + r.topic_len) != -1
+        or (r.properties_len > 0 and mm.find(b"\0", r.properties_pos, r.end) != -1)
+    )
+
+
+def _first_record_timestamp(files: MappedFileQueue, index: int) -> int:
+    f = files.files[index]
+    _, magic, *_rest, sys_flag = _HEAD.unpack_from(f.mm, 0)
+    if magic != MESSAGE_MAGIC:
+        return 0
+    return int(_LONG.unpack_from(f.mm, store_timestamp_pos(sys_flag))[0])
+
+
+def choose_abnormal_start(files: MappedFileQueue, min_timestamp: int) -> int:
+    """Index of the newest segment whose first record is a message stored no later than `min_timestamp`."""
+    for index in range(len(files.files) - 1, -1, -1):
+        ts = _first_record_timestamp(files, index)
+        if ts != 0 and ts <= min_timestamp:
+            return index
+    return 0
+
+
+def recover(
+    *,
+    commit_log: CommitLog,
+    queues: ConsumeQueueTable,
+    key_index: KeyIndex | None,
+    dispatcher: Dispatcher,
+    checkpoint: StoreCheckpoint,
+    last_exit_ok: bool,
+    check_crc: bool,
+    index_safe: bool,
+) -> int:
+    """Recover the store in place; returns the commit log's end offset (`processOffset`)."""
+    for cq in queues.snapshot():
+        cq.recover()
+    files = commit_log.files
+    segments = files.files
+    if last_exit_ok:
+        start_index = max(0, len(segments) - 3)
+    else:
+        limit = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
+        start_index = choose_abnormal_start(files, limit)
+    if segments:
+        process_offset = scan_valid_end(files, start_index, check_crc=check_crc)
+        start_offset = segments[start_index].file_from_offset
+    else:
+        # No log at all: the derived files describe nothing that exists.
+        process_offset = 0
+        start_offset = 0
+    files.truncate_dirty_files(process_offset)
+    files.set_all_full_except_last()
+    if queues.max_physic_offset() >= process_offset or not segments:
+        for cq in queues.snapshot():
+            cq.truncate_dirty_logic_files(process_offset)
+    dropped = key_index.drop_files_beyond(process_offset) if key_index is not None else -1
+    log.info(
+        "commit log recovered to %d (%s exit, scan from %d)",
+        process_offset,
+        "normal" if last_exit_ok else "abnormal",
+        start_offset,
+    )
+
+    # Re-dispatch: same path as live appends and replication.
+    min_offset = commit_log.min_offset
+    queues_end = max(queues.max_physic_offset(), min_offset)
+    reput = queues_end if last_exit_ok else min(start_offset, queues_end)
+    if dropped >= 0:
+        # An index file referenced records past the log's end: it is rebuilt from its first record.
+        reput = min(reput, dropped - dropped % commit_log.file_size)
+    reput = max(reput, min_offset)
+    dispatcher.reput_offset = reput
+    rebuild_topic_queue_table(commit_log, queues)
+    dispatcher.dispatch_from_log(process_offset)
+    rebuild_topic_queue_table(commit_log, queues)
+    return process_offset
+
+
+def rebuild_topic_queue_table(commit_log: CommitLog, queues: ConsumeQueueTable) -> None:
+    table: dict[tuple[str, int], int] = {}
+    min_offset = commit_log.min_offset
+    for cq in queues.snapshot():
+        table[(cq.topic, cq.queue_id)] = cq.max_offset
+        cq.correct_min_offset(min_offset)
+    commit_log.topic_queue_table.clear()
+    commit_log.topic_queue_table.update(table)

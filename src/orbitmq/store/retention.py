@@ -1,0 +1,111 @@
+"""Retention: delete expired commit-log segments and the consume-queue and index files they orphan.
+
+RocketMQ's CleanCommitLogService / CleanConsumeQueueService, driven by the broker calling
+`clean_expired_files()` periodically (cleanResourceInterval, 10 s). A segment (never the newest) is
+deleted when it was last modified more than `file_reserved_time` hours ago and either it is a deletion
+hour (`delete_when`), the disk is fuller than `disk_max_used_space_ratio`, or deletion is forced
+(`force=True`, RocketMQ's manual delete). Above `disk_space_clean_forcibly_ratio` (0.85) segments are
+deleted even if not expired; above `disk_space_warning_level_ratio` (0.90) the store refuses writes
+until usage drops. At most 10 segments go per call. Time comes from the injected Clock.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from orbitmq.common.clock import Clock
+from orbitmq.store.commit_log import CommitLog
+from orbitmq.store.config import StoreConfig
+from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.mapped_file import MappedFile
+
+DELETE_FILES_BATCH_MAX = 10
+DiskUsage = Callable[[str], float]
+
+
+def disk_usage_ratio(path: str) -> float:
+    """Used / total of the file system holding `path` (0.0-1.0); -1 if unknown."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1.0
+    return usage.used / usage.total if usage.total else -1.0
+
+
+@dataclass(slots=True)
+class CleanResult:
+    commit_log_files: int = 0
+    consume_queue_files: int = 0
+    index_files: int = 0
+    disk_ratio: float = 0.0
+    disk_full: bool = False
+
+
+class Retention:
+    def __init__(
+        self,
+        config: StoreConfig,
+        clock: Clock,
+        commit_log: CommitLog,
+        queues: ConsumeQueueTable,
+        key_index: KeyIndex | None,
+        *,
+        disk_usage: DiskUsage = disk_usage_ratio,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.commit_log = commit_log
+        self.queues = queues
+        self.key_index = key_index
+        self.disk_usage = disk_usage
+        self.disk_full = False  # above the warning ratio: the store refuses writes
+        self._cleaned_min_offset = -1
+
+    def _is_delete_hour(self, now_ms: int) -> bool:
+        return time.localtime(now_ms // 1000).tm_hour in self.config.delete_hours()
+
+    def check_disk(self) -> tuple[float, bool, bool]:
+        """(ratio, space_to_delete, clean_immediately); updates `disk_full`."""
+        config = self.config
+        ratio = self.disk_usage(config.commit_log_dir)
+        clean_immediately = False
+        if ratio > config.disk_space_warning_level_ratio:
+            self.disk_full = True
+            clean_immediately = True
+        elif ratio > config.disk_space_clean_forcibly_ratio:
+            self.disk_full = False
+            clean_immediately = True
+        else:
+            self.disk_full = False
+        max_ratio = min(95, max(10, config.disk_max_used_space_ratio)) / 100.0
+        return ratio, ratio < 0 or ratio > max_ratio, clean_immediately
+
+    def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
+        config = self.config
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        ratio, space_full, clean_immediately = self.check_disk()
+        result = CleanResult(disk_ratio=ratio, disk_full=self.disk_full)
+        if force or space_full or self._is_delete_hour(now):
+            reserved_ms = config.file_reserved_time * 3_600_000
+            at_once = config.clean_file_forcibly_enable and clean_immediately
+
+            def expired(f: MappedFile) -> bool:
+                return at_once or now >= f.last_modified_ms() + reserved_ms
+
+            with self.commit_log.put_lock:
+                result.commit_log_files = self.commit_log.files.delete_first_files(
+                    expired, DELETE_FILES_BATCH_MAX
+                )
+        min_offset = self.commit_log.min_offset
+        if min_offset == self._cleaned_min_offset:
+            return result
+        self._cleaned_min_offset = min_offset
+        for cq in self.queues.snapshot():
+            result.consume_queue_files += cq.delete_expired_files(min_offset)
+        if self.key_index is not None:
+            result.index_files = self.key_index.delete_expired_files(min_offset)
+        return result

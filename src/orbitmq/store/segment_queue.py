@@ -1,0 +1,221 @@
+"""MappedFileQueue: a directory of fixed-size segments forming one contiguous logical byte space.
+
+Used by the commit log (1 GiB segments) and by every consume queue (6,000,000-byte segments). A file's
+name is its start offset; the next file starts where the previous one ends. On load every file must have
+the configured size (RocketMQ refuses to start otherwise) and counts as full until recovery sets the
+write positions with `truncate_dirty_files`.
+
+Pre-allocation ("allocate ahead"): when a queue with `preallocate=True` creates segment N it also creates
+segment N+1, so rolling to the next file later only opens what exists. RocketMQ's
+AllocateMappedFileService leaves the same kind of zero-filled next file, which recovery then treats as
+empty. This module knows nothing of records.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from collections.abc import Callable
+
+from orbitmq.common.errors import StoreError
+from orbitmq.store.mapped_file import MappedFile, fsync_directory, segment_name
+
+log = logging.getLogger(__name__)
+
+
+class MappedFileQueue:
+    def __init__(self, directory: str, file_size: int, *, preallocate: bool = False) -> None:
+        self.directory = directory
+        self.file_size = file_size
+        self.preallocate = preallocate
+        # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
+        # one consistent pair with a single attribute read while the writer or retention replaces it.
+        self._snap: tuple[list[int], list[MappedFile]] = ([], [])
+        self._ahead: MappedFile | None = None
+        self.flushed_where = 0
+        # Longest run of zero bytes that can occur inside written data (see MappedFile.zero_from).
+        self.zero_run_limit = 8 << 20
+
+    # ---- loading --------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Open every segment in the directory (sorted by name); each counts as full until recovered."""
+        if not os.path.isdir(self.directory):
+            return
+        names = sorted(
+            n
+            for n in os.listdir(self.directory)
+            if n.isdigit() and os.path.isfile(os.path.join(self.directory, n))
+        )
+        files = [
+            MappedFile(os.path.join(self.directory, name), self.file_size, create=False) for name in names
+        ]
+        self._set_files(files)
+        for prev, cur in zip(self.files, self.files[1:], strict=False):
+            if cur.file_from_offset != prev.file_tail_offset:
+                raise StoreError(f"segments of {self.directory} are not contiguous at {cur.path}")
+
+    @property
+    def files(self) -> list[MappedFile]:
+        """The segments, oldest first (a snapshot: do not mutate)."""
+        return self._snap[1]
+
+    def _set_files(self, files: list[MappedFile]) -> None:
+        self._snap = ([f.file_from_offset for f in files], files)
+
+    # ---- positions ------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].file_from_offset if self.files else 0
+
+    @property
+    def max_offset(self) -> int:
+        """Offset just past the last written byte."""
+        if not self.files:
+            return 0
+        last = self.files[-1]
+        return last.file_from_offset + last.wrote_position
+
+    def last_file(self) -> MappedFile | None:
+        return self.files[-1] if self.files else None
+
+    def first_file(self) -> MappedFile | None:
+        return self.files[0] if self.files else None
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The segment holding byte `offset`, or None if no loaded segment does."""
+        starts, files = self._snap
+        i = bisect.bisect_right(starts, offset) - 1
+        if i < 0:
+            return None
+        f = files[i]
+        return f if offset < f.file_tail_offset else None
+
+    # ---- growth ---------------------------------------------------------------------------------
+    def create_file(self, start_offset: int) -> MappedFile:
+        """The segment starting at `start_offset` (rounded down to a file boundary), appended to the queue."""
+        start = start_offset - start_offset % self.file_size
+        if self.files and start != self.files[-1].file_tail_offset:
+            raise StoreError(f"new segment {start} does not follow {self.files[-1].path}")
+        ahead = self._ahead
+        if ahead is not None and ahead.file_from_offset == start:
+            f = ahead
+            self._ahead = None
+        else:
+            if ahead is not None:
+                ahead.destroy()
+                self._ahead = None
+            f = self._open_new(start)
+        self._set_files([*self.files, f])
+        if self.preallocate:
+            try:
+                self._ahead = self._open_new(f.file_tail_offset)
+            except (OSError, StoreError) as exc:
+                # Not fatal yet: the roll to that segment retries and reports the failure then.
+                log.warning("cannot pre-allocate the segment after %s: %s", f.path, exc)
+        return f
+
+    def _open_new(self, start: int) -> MappedFile:
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, segment_name(start))
+        if os.path.exists(path):
+            # Left over from a pre-allocation before a crash: only zero bytes can be there.
+            f = MappedFile(path, self.file_size, create=False)
+            f.zero_from(0)
+            f.set_positions(0)
+            return f
+        f = MappedFile(path, self.file_size, create=True)
+        fsync_directory(self.directory)
+        return f
+
+    def last_file_for_append(self, start_offset: int = 0) -> MappedFile:
+        """The segment to append to, creating the first or next one when the last is full or missing."""
+        last = self.files[-1] if self.files else None
+        if last is None:
+            return self.create_file(start_offset)
+        if last.is_full:
+            return self.create_file(last.file_tail_offset)
+        return last
+
+    # ---- flushing -------------------------------------------------------------------------------
+    def flush(self, least_pages: int = 0) -> bool:
+        """Flush the segment holding `flushed_where` (and move on); True if nothing was left to flush."""
+        f = self.find(self.flushed_where)
+        if f is None:
+            f = self.first_file() if self.flushed_where < self.min_offset else None
+        if f is None:
+            return True
+        flushed = f.flush(least_pages)
+        where = f.file_from_offset + flushed
+        result = where == self.flushed_where
+        self.flushed_where = where
+        return result
+
+    def flush_all(self) -> None:
+        while True:
+            before = self.flushed_where
+            self.flush(0)
+            if self.flushed_where == before or self.flushed_where >= self.max_offset:
+                break
+        # The segment just rolled past may still need its tail flushed (a blank record at its end).
+        for f in self.files:
+            if f.flushed_position < f.wrote_position:
+                f.flush(0)
+
+    @property
+    def remaining_to_flush(self) -> int:
+        return max(0, self.max_offset - self.flushed_where)
+
+    # ---- truncation and deletion ----------------------------------------------------------------
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Make `offset` the end: set its file's positions, zero the rest, delete later files."""
+        keep: list[MappedFile] = []
+        for f in self.files:
+            if f.file_tail_offset > offset:
+                if f.file_from_offset <= offset:
+                    pos = offset - f.file_from_offset
+                    f.zero_from(pos, self.zero_run_limit)
+                    f.set_positions(pos)
+                    keep.append(f)
+                else:
+                    f.destroy()
+            else:
+                keep.append(f)
+        self._set_files(keep)
+        self.flushed_where = offset
+
+    def set_all_full_except_last(self) -> None:
+        for f in self.files[:-1]:
+            f.set_positions(self.file_size)
+
+    def delete_first_files(self, should_delete: Callable[[MappedFile], bool], max_count: int) -> int:
+        """Delete leading segments while `should_delete` says so (never the last one); returns how many."""
+        files = self.files
+        deleted = 0
+        while deleted < max_count and len(files) - deleted > 1 and should_delete(files[deleted]):
+            deleted += 1
+        if deleted:
+            self._set_files(files[deleted:])
+            for f in files[:deleted]:
+                f.destroy()
+            fsync_directory(self.directory)
+        return deleted
+
+    def delete_all(self) -> None:
+        for f in self.files:
+            f.destroy()
+        if self._ahead is not None:
+            self._ahead.destroy()
+            self._ahead = None
+        self._set_files([])
+        self.flushed_where = 0
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
+
+    def total_disk_bytes(self) -> int:
+        return len(self.files) * self.file_size
