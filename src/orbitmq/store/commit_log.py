@@ -52,7 +52,12 @@ class CommitLog:
         self.clock = clock
         self.store_host = store_host
         self.file_size = config.mapped_file_size_commit_log
-        self.files = MappedFileQueue(config.commit_log_dir, self.file_size, preallocate=True)
+        self.files = MappedFileQueue(
+            config.commit_log_dir,
+            self.file_size,
+            preallocate=True,
+            reserve_blocks=config.warm_maped_file_enable,
+        )
         self.files.zero_run_limit = max(8 << 20, 2 * config.max_message_size + (1 << 20))
         # (topic, queue id) -> next queue offset; rebuilt from the consume queues on start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}

@@ -49,7 +49,7 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_size: int, *, create: bool) -> None:
+    def __init__(self, path: str, file_size: int, *, create: bool, reserve_blocks: bool = False) -> None:
         self.path = path
         self.file_size = file_size
         try:
@@ -63,15 +63,19 @@ class MappedFile:
             raise StoreError(f"cannot open segment {path}: {exc}") from exc
         try:
             if create:
+                # Sparse, as RocketMQ's RandomAccessFile.setLength leaves it: a 1 GiB segment (and the
+                # one created ahead of it) costs disk only as it fills. The store refuses writes above
+                # the disk-usage warning ratio, which is the guard against a write fault on a full disk.
                 os.ftruncate(self.fd, file_size)
-                # Reserve the blocks now: a write fault into a sparse mapping on a full disk is a
-                # SIGBUS that kills the process, while a failed allocation here is a clean error.
-                try:
-                    os.posix_fallocate(self.fd, 0, file_size)
-                except OSError as exc:
-                    if exc.errno == errno.ENOSPC:
-                        raise StoreError(f"no space left for segment {path}") from exc
-                    # The file system cannot preallocate (tmpfs, some overlays): stay sparse.
+                if reserve_blocks:
+                    # warmMapedFileEnable: reserve the blocks now, so a full disk is a clean error here
+                    # instead of a SIGBUS on a later write into the mapping.
+                    try:
+                        os.posix_fallocate(self.fd, 0, file_size)
+                    except OSError as exc:
+                        if exc.errno == errno.ENOSPC:
+                            raise StoreError(f"no space left for segment {path}") from exc
+                        # The file system cannot preallocate (tmpfs, some overlays): stay sparse.
             else:
                 actual = os.fstat(self.fd).st_size
                 if actual != file_size:

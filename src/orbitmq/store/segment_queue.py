@@ -25,10 +25,13 @@ log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
-    def __init__(self, directory: str, file_size: int, *, preallocate: bool = False) -> None:
+    def __init__(
+        self, directory: str, file_size: int, *, preallocate: bool = False, reserve_blocks: bool = False
+    ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.preallocate = preallocate
+        self.reserve_blocks = reserve_blocks
         # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
         # one consistent pair with a single attribute read while the writer or retention replaces it.
         self._snap: tuple[list[int], list[MappedFile]] = ([], [])
@@ -124,7 +127,7 @@ class MappedFileQueue:
             f.zero_from(0)
             f.set_positions(0)
             return f
-        f = MappedFile(path, self.file_size, create=True)
+        f = MappedFile(path, self.file_size, create=True, reserve_blocks=self.reserve_blocks)
         fsync_directory(self.directory)
         return f
 

@@ -1,0 +1,389 @@
+"""ClientInstance: what the producers and consumers of one client id share.
+
+- one pooled `RemotingClient` and `MQClientAPI` (several name servers, fail-over);
+- the route cache: topic -> TopicRouteData and broker name -> {broker id: address}, refreshed every
+  30 s and on demand; when the name server is unreachable the cached routes stay in use;
+- heartbeats (producer and consumer groups, subscriptions) to every broker every 30 s and on change;
+- the rebalance loop for this process's consumers: every 20 s and at once on
+  NOTIFY_CONSUMER_IDS_CHANGED; consumer offsets persisted every 5 s;
+- requests brokers send to clients: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE (handed to
+  the producer of the group when it implements `check_transaction_state`).
+
+It knows nothing of how a producer picks queues or how a consumer pulls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import orjson
+
+from orbitmq.client.api import MQClientAPI
+from orbitmq.client.config import ClientConfig
+from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
+from orbitmq.client.routing import MASTER_ID, subscribe_queues
+from orbitmq.client.subscription import Subscription
+from orbitmq.common.errors import OrbitError
+from orbitmq.message.model import MessageQueue
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.connection import Connection
+
+log = logging.getLogger("orbitmq.client")
+
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+class ProducerInner(Protocol):
+    group: str
+
+    def publish_topics(self) -> set[str]: ...
+
+    def update_topic_publish_info(self, topic: str, route: Any) -> None: ...
+
+
+class ConsumerInner(Protocol):
+    group: str
+    message_model: MessageModel
+    consume_type: ConsumeType
+    consume_from_where: ConsumeFromWhere
+
+    def subscriptions(self) -> list[Subscription]: ...
+
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
+
+    async def do_rebalance(self) -> None: ...
+
+    async def persist_consumer_offset(self) -> None: ...
+
+
+class ClientInstance:
+    def __init__(self, config: ClientConfig, *, remoting: RemotingClient | None = None) -> None:
+        self.config = config
+        self.client_id = config.client_id
+        self.remoting = remoting or RemotingClient(name=f"client {self.client_id}")
+        self.api = MQClientAPI(self.remoting, config.namesrv_addrs, timeout=config.api_timeout)
+        self.producers: dict[str, ProducerInner] = {}
+        self.consumers: dict[str, ConsumerInner] = {}
+        self.topic_routes: dict[str, Any] = {}
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        self.broker_versions: dict[str, int] = {}
+        self._rebalance_now = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._jobs: set[asyncio.Task[None]] = set()
+        self._route_lock = asyncio.Lock()
+        self._heartbeat_lock = asyncio.Lock()
+        self.started = False
+        self._stopping = False
+        self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        cfg = self.config
+        self._tasks = [
+            self._spawn(self._every(cfg.poll_namesrv_interval, self.update_all_routes, first=0.01), "routes"),
+            self._spawn(
+                self._every(cfg.heartbeat_interval, self.send_heartbeat_to_all, first=1.0), "heartbeat"
+            ),
+            self._spawn(
+                self._every(
+                    cfg.persist_offset_interval, self.persist_all_offsets, first=cfg.persist_offset_interval
+                ),
+                "offsets",
+            ),
+            self._spawn(self._rebalance_service(), "rebalance"),
+        ]
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(coro, name=f"{self.client_id} {name}")  # type: ignore[arg-type]
+
+    async def _every(self, interval: float, job: Callable[[], Awaitable[object]], *, first: float) -> None:
+        await asyncio.sleep(first)
+        while True:
+            try:
+                await job()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: periodic task failed", self.client_id)
+            await asyncio.sleep(interval)
+
+    async def shutdown(self) -> None:
+        """Stop the loops and close connections."""
+        self._stopping = True
+        self._rebalance_now.set()
+        tasks = [*self._tasks, *self._jobs]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        await self.remoting.close()
+        self.started = False
+
+    # ---- registration -----------------------------------------------------------------------
+
+    def register_producer(self, producer: ProducerInner) -> None:
+        if producer.group in self.producers:
+            raise OrbitError(f"the producer group {producer.group} is already registered in {self.client_id}")
+        self.producers[producer.group] = producer
+
+    def register_consumer(self, consumer: ConsumerInner) -> None:
+        if consumer.group in self.consumers:
+            raise OrbitError(f"the consumer group {consumer.group} is already registered in {self.client_id}")
+        self.consumers[consumer.group] = consumer
+
+    async def unregister_producer(self, group: str) -> None:
+        self.producers.pop(group, None)
+        await self._unregister_client(producer_group=group)
+
+    async def unregister_consumer(self, group: str) -> None:
+        self.consumers.pop(group, None)
+        await self._unregister_client(consumer_group=group)
+
+    async def _unregister_client(
+        self, *, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> None:
+        for addrs in list(self.broker_addrs.values()):
+            for addr in addrs.values():
+                try:
+                    await self.api.unregister_client(
+                        addr, self.client_id, producer_group=producer_group, consumer_group=consumer_group
+                    )
+                except Exception as exc:
+                    log.debug("unregister from %s failed: %s", addr, exc)
+
+    # ---- routes -----------------------------------------------------------------------------
+
+    async def update_topic_route(
+        self, topic: str, *, default_topic: str | None = None, default_queue_nums: int = 4
+    ) -> bool:
+        """Fetch the topic's route and update the cache and every producer/consumer that uses it.
+
+        With `default_topic` (the producer's auto-create template, TBW102) the template's route is used
+        when the topic has none, its queue counts clamped to `default_queue_nums` (fact sheet 4.2).
+        Returns False when there is no route (the cache is kept as it was)."""
+        async with self._route_lock:
+            try:
+                route = await self.api.get_topic_route(topic)
+                if route is None and default_topic is not None:
+                    route = await self.api.get_topic_route(default_topic)
+                    if route is not None:
+                        for qd in route.queue_datas:
+                            n = min(default_queue_nums, qd.read_queue_nums)
+                            qd.read_queue_nums = qd.write_queue_nums = n
+            except Exception as exc:
+                log.debug("route of %s not updated: %s", topic, exc)
+                return False
+            if route is None:
+                return False
+            self.topic_routes[topic] = route
+            for bd in route.broker_datas:
+                self.broker_addrs[bd.broker_name] = {int(k): v for k, v in bd.broker_addrs.items()}
+            for producer in list(self.producers.values()):
+                if topic in producer.publish_topics():
+                    producer.update_topic_publish_info(topic, route)
+            mqs = subscribe_queues(topic, route)
+            for consumer in list(self.consumers.values()):
+                if any(s.topic == topic for s in consumer.subscriptions()):
+                    consumer.update_topic_subscribe_info(topic, mqs)
+            return True
+
+    async def update_all_routes(self) -> None:
+        topics: set[str] = set()
+        for producer in self.producers.values():
+            topics |= producer.publish_topics()
+        for consumer in self.consumers.values():
+            topics |= {s.topic for s in consumer.subscriptions()}
+        for topic in sorted(topics):
+            await self.update_topic_route(topic)
+
+    def master_address(self, broker_name: str) -> str | None:
+        return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
+
+    def broker_address_for_subscribe(
+        self, broker_name: str, broker_id: int = MASTER_ID
+    ) -> tuple[str, bool] | None:
+        """The address to pull from: the suggested broker id if known, else master, else any slave.
+        The flag says whether it is a slave."""
+        addrs = self.broker_addrs.get(broker_name)
+        if not addrs:
+            return None
+        if broker_id in addrs:
+            return addrs[broker_id], broker_id != MASTER_ID
+        if MASTER_ID in addrs:
+            return addrs[MASTER_ID], False
+        some_id = min(addrs)
+        return addrs[some_id], some_id != MASTER_ID
+
+    async def find_master_address(self, broker_name: str, topic: str | None = None) -> str | None:
+        addr = self.master_address(broker_name)
+        if addr is None and topic is not None:
+            await self.update_topic_route(topic)
+            addr = self.master_address(broker_name)
+        return addr
+
+    async def find_consumer_ids(self, topic: str, group: str) -> list[str]:
+        """The group's client ids from one broker of the topic (a master preferred)."""
+        route = self.topic_routes.get(topic)
+        names = (
+            [bd.broker_name for bd in route.broker_datas] if route is not None else list(self.broker_addrs)
+        )
+        random.shuffle(names)
+        for name in names:
+            found = self.broker_address_for_subscribe(name)
+            if found is None:
+                continue
+            try:
+                return await self.api.get_consumer_id_list(found[0], group)
+            except Exception as exc:
+                log.debug("consumer list of %s from %s failed: %s", group, found[0], exc)
+        return []
+
+    async def refresh_subscriptions(self, consumer: ConsumerInner) -> None:
+        """After a consumer (re)subscribes: routes, a heartbeat, then routes again for topics the
+        heartbeat made the broker create (%RETRY%<group>), and a rebalance."""
+        topics = [s.topic for s in consumer.subscriptions()]
+        for topic in topics:
+            await self.update_topic_route(topic)
+        await self.send_heartbeat_to_all()
+        for topic in topics:
+            if topic not in self.topic_routes:
+                await self.update_topic_route(topic)
+        self.rebalance_immediately()
+
+    def spawn(self, coro: Awaitable[None], name: str) -> None:
+        """Run a one-off background job owned by this instance (cancelled on shutdown)."""
+        task = self._spawn(coro, name)
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+
+    # ---- heartbeats -------------------------------------------------------------------------
+
+    def heartbeat_json(self) -> bytes:
+        producers = [{"groupName": CLIENT_INNER_PRODUCER_GROUP}]
+        producers += [{"groupName": g} for g in sorted(self.producers)]
+        consumers = [
+            {
+                "consumeFromWhere": c.consume_from_where.value,
+                "consumeType": c.consume_type.value,
+                "groupName": c.group,
+                "messageModel": c.message_model.value,
+                "subscriptionDataSet": [s.to_body() for s in c.subscriptions()],
+                "unitMode": False,
+            }
+            for c in self.consumers.values()
+        ]
+        return orjson.dumps(
+            {"clientID": self.client_id, "consumerDataSet": consumers, "producerDataSet": producers}
+        )
+
+    async def send_heartbeat_to_all(self) -> None:
+        """Every broker hears of our groups; a producer-only client talks to masters only."""
+        if not self.producers and not self.consumers:
+            return
+        async with self._heartbeat_lock:
+            body = self.heartbeat_json()
+            only_masters = not self.consumers
+            sends = []
+            for addrs in list(self.broker_addrs.values()):
+                for broker_id, addr in addrs.items():
+                    if only_masters and broker_id != MASTER_ID:
+                        continue
+                    sends.append(self._heartbeat_one(addr, body))
+            await asyncio.gather(*sends)
+
+    async def _heartbeat_one(self, addr: str, body: bytes) -> None:
+        try:
+            self.broker_versions[addr] = await self.api.heartbeat(addr, body)
+        except Exception as exc:
+            log.debug("heartbeat to %s failed: %s", addr, exc)
+
+    # ---- rebalance and offsets --------------------------------------------------------------
+
+    def rebalance_immediately(self) -> None:
+        self._rebalance_now.set()
+
+    async def _rebalance_service(self) -> None:
+        # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that races with the event.
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.rebalance_interval):
+                    await self._rebalance_now.wait()
+            self._rebalance_now.clear()
+            if not self._stopping:
+                await self.do_rebalance()
+
+    async def do_rebalance(self) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.do_rebalance()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: rebalance of %s failed", self.client_id, consumer.group)
+
+    async def persist_all_offsets(self) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.persist_consumer_offset()
+            except Exception as exc:
+                log.debug("persisting offsets of %s failed: %s", consumer.group, exc)
+
+    # ---- requests from brokers --------------------------------------------------------------
+
+    async def _on_consumer_ids_changed(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        log.debug("%s: consumer ids of %s changed", self.client_id, request.ext_fields.get("consumerGroup"))
+        self.rebalance_immediately()
+        return None
+
+    async def _on_reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        """An admin reset the group's offsets (the broker already stored them): consumers of the group
+        drop what they cached for those queues and continue from the new offsets."""
+        from orbitmq.protocol.bodies import ResetOffsetBody
+
+        group = request.ext_fields.get("group", "")
+        consumer = self.consumers.get(group)
+        reset = getattr(consumer, "reset_offset", None)
+        if reset is not None and request.body_length:
+            await reset(ResetOffsetBody.from_json(request.body_bytes()).offset_table)
+        if request.is_oneway:
+            return None
+        return RemotingCommand.response(ResponseCode.SUCCESS).response_to(request)
+
+    async def _on_check_transaction_state(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        from orbitmq.message.codec import decode_records
+
+        messages = decode_records(request.body_bytes()) if request.body_length else []
+        if not messages:
+            return None
+        msg = messages[0]
+        group = msg.properties.get("PGROUP")
+        producer = self.producers.get(group or "")
+        handler = getattr(producer, "check_transaction_state", None)
+        if handler is None:
+            log.warning(
+                "%s: CHECK_TRANSACTION_STATE for group %s with no transaction producer", self.client_id, group
+            )
+            return None
+        await handler(conn.remote_address, msg, dict(request.ext_fields))
+        return (
+            None if request.is_oneway else RemotingCommand.response(ResponseCode.SUCCESS).response_to(request)
+        )

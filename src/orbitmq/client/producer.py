@@ -1,0 +1,485 @@
+"""The asyncio Producer: sync (awaited), async (task) and oneway sends, batches, ordered sends.
+
+Send algorithm (fact sheet 7.5, DefaultMQProducerImpl.sendDefaultImpl): the whole send has one time
+budget (`send_timeout`); each attempt picks a queue round robin, on another broker than the attempt
+before (routing.select_queue); connection failures, timeouts and retryable response codes move on to
+the next attempt (1 + `retry_times` in all); a stored-but-not-SEND_OK status is returned as is.
+Everything the caller got wrong is a ClientError raised before any byte is sent.
+
+This module knows nothing of consumers; the route cache and connections belong to `ClientInstance`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from orbitmq.client.api import RETRYABLE_SEND_CODES
+from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
+from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS, FaultStrategy
+from orbitmq.client.instance import ClientInstance
+from orbitmq.client.results import SendResult, SendStatus
+from orbitmq.client.routing import TopicPublishInfo, select_queue
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.common.errors import BrokerError, ClientError, ConnectError, RequestTimeoutError
+from orbitmq.message import properties as P
+from orbitmq.message.codec import (
+    UniqueIdGenerator,
+    compress_body,
+    encode_batch,
+    encode_properties,
+    java_string_hash,
+)
+from orbitmq.message.model import Message, MessageQueue
+from orbitmq.message.validation import validate_group, validate_message, validate_user_property
+from orbitmq.protocol.codes import ResponseCode
+
+log = logging.getLogger("orbitmq.client")
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DEFAULT_TOPIC = "TBW102"
+
+MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
+
+_ID_GENERATOR = UniqueIdGenerator()
+
+
+class _Prepared(NamedTuple):
+    body: bytes
+    sys_flag: int
+    properties: str
+    reconsume_times: int
+    max_reconsume_times: int | None
+
+
+def _retrieve_exception(task: asyncio.Task[Any]) -> None:
+    # The caller may drop the task; its failure must not end up as "exception was never retrieved".
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("async send failed: %s", task.exception())
+
+
+def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+    """SelectMessageQueueByHash: the queue at |hashCode(arg)| mod n, so one key always lands on one queue
+    (Java's String.hashCode for strings, the value itself for ints)."""
+    h = arg if isinstance(arg, int) else java_string_hash(str(arg))
+    return mqs[abs(h) % len(mqs)]  # Java: |h % n|, the same value as |h| % n
+
+
+def put_user_property(msg: Message, name: str, value: str) -> Message:
+    """Set a user property; reserved names (TAGS, KEYS, UNIQ_KEY, ...) and blank text are refused."""
+    validate_user_property(name, value)
+    msg.properties[name] = value
+    return msg
+
+
+def send_header_v2(
+    *,
+    group: str,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    flag: int,
+    properties: str,
+    broker_name: str,
+    reconsume_times: int = 0,
+    max_reconsume_times: int | None = None,
+    batch: bool = False,
+    default_topic: str = DEFAULT_TOPIC,
+    default_topic_queue_nums: int = 4,
+) -> dict[str, str]:
+    """SendMessageRequestHeaderV2 ext fields (fact sheet 3.1, short names a..n)."""
+    header = {
+        "a": group,
+        "b": topic,
+        "c": default_topic,
+        "d": str(default_topic_queue_nums),
+        "e": str(queue_id),
+        "f": str(sys_flag),
+        "g": str(born_timestamp),
+        "h": str(flag),
+        "i": properties,
+        "j": str(reconsume_times),
+        "k": "false",
+        "m": "true" if batch else "false",
+        "n": broker_name,
+    }
+    if max_reconsume_times is not None:
+        header["l"] = str(max_reconsume_times)
+    return header
+
+
+class Producer:
+    """Sends messages; `async with Producer(...) as p: await p.send(msg)`."""
+
+    def __init__(
+        self,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv_addrs: str | Sequence[str] | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        config: ClientConfig | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        retry_times_async: int = 2,
+        compress_over: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = 4 * 1024 * 1024,
+        retry_another_broker_when_not_store_ok: bool = False,
+        send_latency_fault_enable: bool = False,
+        latency_max: Sequence[int] = LATENCY_MAX_MS,
+        not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
+        create_topic_key: str = DEFAULT_TOPIC,
+        default_topic_queue_nums: int = 4,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        validate_group(group)
+        if instance is None:
+            config = config or ClientConfig()
+            if namesrv_addrs is not None or not config.namesrv_addrs:
+                config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
+        self.group = group
+        self._own_instance = instance is None
+        self._config = config
+        self.instance: ClientInstance | None = instance
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.retry_times_async = retry_times_async
+        self.compress_over = compress_over
+        self.compress_level = compress_level
+        self.max_message_size = max_message_size
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.clock = clock
+        self.fault = FaultStrategy(
+            enabled=send_latency_fault_enable,
+            clock=clock,
+            latency_max=latency_max,
+            not_available_durations=not_available_durations,
+        )
+        self.publish_info: dict[str, TopicPublishInfo] = {}
+        self._pending: set[asyncio.Task[Any]] = set()
+        self.started = False
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        if self.instance is None:
+            assert self._config is not None
+            self.instance = ClientInstance(self._config)
+        self.instance.register_producer(self)
+        await self.instance.start()
+        self.started = True
+
+    async def shutdown(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        assert self.instance is not None
+        await self.instance.unregister_producer(self.group)
+        if self._own_instance:
+            await self.instance.shutdown()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _instance(self) -> ClientInstance:
+        if self.instance is None or not self.started:
+            raise ClientError(f"the producer {self.group} is not started")
+        return self.instance
+
+    # ---- ProducerInner ----------------------------------------------------------------------
+
+    def publish_topics(self) -> set[str]:
+        return set(self.publish_info)
+
+    def update_topic_publish_info(self, topic: str, route: Any) -> None:
+        info = TopicPublishInfo.from_route(topic, route)
+        old = self.publish_info.get(topic)
+        if old is not None:
+            info.counter = old.counter
+        self.publish_info[topic] = info
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo:
+        info = self.publish_info.get(topic)
+        if info is not None and info.ok:
+            return info
+        instance = self._instance()
+        self.publish_info.setdefault(topic, TopicPublishInfo(topic, []))
+        await instance.update_topic_route(topic)
+        info = self.publish_info[topic]
+        if not info.ok:
+            await instance.update_topic_route(
+                topic, default_topic=self.create_topic_key, default_queue_nums=self.default_topic_queue_nums
+            )
+            info = self.publish_info[topic]
+        if not info.ok:
+            self.publish_info.pop(topic, None)
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"No route info of this topic: {topic}")
+        return info
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        return list((await self.find_publish_info(topic)).message_queues)
+
+    # ---- preparing messages -----------------------------------------------------------------
+
+    def _validate(self, msg: Message) -> None:
+        validate_message(msg, self.max_message_size)
+        if msg.topic == self.create_topic_key:
+            raise ClientError(f"The topic[{msg.topic}] is conflict with default topic.")
+
+    def _prepare(self, msg: Message) -> _Prepared:
+        if P.UNIQ_KEY not in msg.properties:
+            msg.properties[P.UNIQ_KEY] = _ID_GENERATOR.next()
+        body, sys_flag = msg.body, 0
+        if len(body) >= self.compress_over:
+            body, sys_flag = compress_body(body, self.compress_level)
+        props = msg.properties
+        reconsume, max_reconsume = 0, None
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            # Fact sheet 3.1: these travel in header fields j/l instead of properties.
+            props = dict(props)
+            reconsume = int(props.pop(P.RECONSUME_TIME, "0") or 0)
+            max_value = props.pop(P.MAX_RECONSUME_TIMES, None)
+            max_reconsume = int(max_value) if max_value else None
+        return _Prepared(body, sys_flag, encode_properties(props), reconsume, max_reconsume)
+
+    # ---- sending ----------------------------------------------------------------------------
+
+    async def send(
+        self,
+        msg: Message,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """Send and wait until the broker stored it. With `queue` (or `selector(queues, msg, arg)`) the
+        message goes to that queue, without retries on other queues (ordered messages)."""
+        self._validate(msg)
+        budget = self.send_timeout if timeout is None else timeout
+        if queue is not None or selector is not None:
+            return await self._send_to_chosen_queue(msg, budget, queue, selector, arg)
+        return await self._send_with_retries(msg, budget, 1 + self.retry_times)
+
+    async def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
+        """Ordered by key: every message with the same key goes to the same queue (hash selector)."""
+        return await self.send(msg, timeout=timeout, selector=select_by_hash, arg=key)
+
+    def send_async(self, msg: Message, *, timeout: float | None = None) -> asyncio.Task[SendResult]:
+        """Start sending now, return a task; failed attempts retry on other brokers
+        (`retry_times_async`). Validation errors are raised at once."""
+        self._validate(msg)
+        self._instance()
+        budget = self.send_timeout if timeout is None else timeout
+        task = asyncio.get_running_loop().create_task(
+            self._send_with_retries(msg, budget, 1 + self.retry_times_async)
+        )
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        task.add_done_callback(_retrieve_exception)
+        return task
+
+    async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
+        """Fire and forget: one attempt, no response awaited."""
+        self._validate(msg)
+        info = await self.find_publish_info(msg.topic)
+        mq = queue or select_queue(info, None, self.fault)
+        addr = await self._master_address(mq)
+        prepared = self._prepare(msg)
+        await self._instance().api.send_message_oneway(addr, prepared.body, self._header(mq, msg, prepared))
+
+    async def send_batch(
+        self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
+    ) -> SendResult:
+        """One request for many messages of one topic, stored with consecutive offsets in one queue."""
+        msgs = list(messages)
+        if not msgs:
+            raise ClientError("a batch needs at least one message")
+        topic = msgs[0].topic
+        wait = msgs[0].wait_store_msg_ok
+        for m in msgs:
+            self._validate(m)
+            if m.topic != topic:
+                raise ClientError("The topic of the messages in one batch should be the same")
+            if m.delay_level > 0:
+                raise ClientError("TimeDelayLevel is not supported for batching")
+            if m.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise ClientError("Retry Group is not supported for batching")
+            if m.wait_store_msg_ok != wait:
+                raise ClientError("The waitStoreMsgOK of the messages in one batch should the same")
+            if P.UNIQ_KEY not in m.properties:
+                m.properties[P.UNIQ_KEY] = _ID_GENERATOR.next()
+        body = encode_batch(msgs)
+        if len(body) > self.max_message_size:
+            raise ClientError(
+                f"the batch body size {len(body)} is over max value, MAX: {self.max_message_size}"
+            )
+        batch_props = encode_properties({P.WAIT: "true" if wait else "false"})
+        return await self._attempts(
+            topic,
+            ",".join(m.properties[P.UNIQ_KEY] for m in msgs),
+            budget=self.send_timeout if timeout is None else timeout,
+            attempts=1 if queue is not None else 1 + self.retry_times,
+            fixed_queue=queue,
+            build=lambda mq: (body, self._header_raw(mq, topic=topic, props=batch_props, batch=True)),
+            batch=True,
+        )
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _header(self, mq: MessageQueue, msg: Message, prepared: _Prepared) -> dict[str, str]:
+        return self._header_raw(
+            mq,
+            topic=msg.topic,
+            props=prepared.properties,
+            sys_flag=prepared.sys_flag,
+            flag=msg.flag,
+            reconsume=prepared.reconsume_times,
+            max_reconsume=prepared.max_reconsume_times,
+        )
+
+    def _header_raw(
+        self,
+        mq: MessageQueue,
+        *,
+        topic: str,
+        props: str,
+        sys_flag: int = 0,
+        flag: int = 0,
+        reconsume: int = 0,
+        max_reconsume: int | None = None,
+        batch: bool = False,
+    ) -> dict[str, str]:
+        return send_header_v2(
+            group=self.group,
+            topic=topic,
+            queue_id=mq.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=self.clock.now_ms(),
+            flag=flag,
+            properties=props,
+            broker_name=mq.broker_name,
+            reconsume_times=reconsume,
+            max_reconsume_times=max_reconsume,
+            batch=batch,
+            default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+        )
+
+    async def _master_address(self, mq: MessageQueue) -> str:
+        addr = await self._instance().find_master_address(mq.broker_name, mq.topic)
+        if addr is None:
+            raise ConnectError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    async def _send_with_retries(self, msg: Message, budget: float, attempts: int) -> SendResult:
+        prepared = self._prepare(msg)
+        return await self._attempts(
+            msg.topic,
+            msg.properties[P.UNIQ_KEY],
+            budget=budget,
+            attempts=attempts,
+            fixed_queue=None,
+            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+        )
+
+    async def _send_to_chosen_queue(
+        self,
+        msg: Message,
+        budget: float,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+    ) -> SendResult:
+        if queue is None:
+            assert selector is not None
+            info = await self.find_publish_info(msg.topic)
+            queue = selector(info.message_queues, msg, arg)
+            if queue not in info.message_queues:
+                raise ClientError(f"the selector chose {queue}, which is not a queue of {msg.topic}")
+        prepared = self._prepare(msg)
+        return await self._attempts(
+            msg.topic,
+            msg.properties[P.UNIQ_KEY],
+            budget=budget,
+            attempts=1,
+            fixed_queue=queue,
+            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+        )
+
+    async def _attempts(
+        self,
+        topic: str,
+        msg_id: str,
+        *,
+        budget: float,
+        attempts: int,
+        fixed_queue: MessageQueue | None,
+        build: Callable[[MessageQueue], tuple[bytes, dict[str, str]]],
+        batch: bool = False,
+    ) -> SendResult:
+        instance = self._instance()
+        start = self.clock.monotonic()
+        info = await self.find_publish_info(topic)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        for attempt in range(attempts):
+            remaining = budget - (self.clock.monotonic() - start)
+            if remaining <= 0:
+                raise RequestTimeoutError(
+                    f"sending to {topic} timed out after {budget}s ({attempt} attempts); last error: "
+                    f"{last_error}"
+                )
+            mq = fixed_queue or select_queue(info, last_broker, self.fault)
+            last_broker = mq.broker_name
+            began = self.clock.monotonic()
+            try:
+                addr = await self._master_address(mq)
+                body, header = build(mq)
+                result = await instance.api.send_message(
+                    addr, mq.broker_name, body, header, msg_id=msg_id, timeout=remaining, batch=batch
+                )
+            except (ConnectError, RequestTimeoutError) as exc:
+                self._record_latency(mq, began, isolation=True)
+                log.debug("send to %s failed (attempt %d): %s", mq, attempt + 1, exc)
+                last_error = exc
+                self._refresh_route_soon(topic)
+                continue
+            except BrokerError as exc:
+                self._record_latency(mq, began, isolation=True)
+                if exc.code in RETRYABLE_SEND_CODES:
+                    last_error = exc
+                    continue
+                raise
+            self._record_latency(mq, began, isolation=False)
+            not_stored = result.status is not SendStatus.SEND_OK
+            if not_stored and self.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
+                continue
+            return result
+        assert last_error is not None
+        raise last_error
+
+    def _record_latency(self, mq: MessageQueue, began: float, *, isolation: bool) -> None:
+        latency_ms = int((self.clock.monotonic() - began) * 1000)
+        self.fault.update_fault_item(mq.broker_name, latency_ms, isolation=isolation)
+
+    def _refresh_route_soon(self, topic: str) -> None:
+        instance = self.instance
+        if instance is None:
+            return
+        task = asyncio.get_running_loop().create_task(instance.update_topic_route(topic))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)

@@ -1,0 +1,511 @@
+"""The asyncio PushConsumer: long-polling pulls per owned queue, handed to a listener.
+
+Per owned queue one pull task loops: flow control first (cached count, cached size, offset span,
+fact sheet 7.5 thresholds), then PULL_MESSAGE with suspend 15 s (the broker holds it until messages
+arrive), filtered again by tag on the client, cached in the ProcessQueue and submitted to the consume
+service. Offsets are committed every 5 s (ClientInstance), piggybacked on pulls, and on shutdown.
+
+Shutdown is graceful: pulls stop, in-flight listener calls finish, offsets are persisted, orderly
+locks are released and UNREGISTER_CLIENT tells the brokers, so the group rebalances at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from orbitmq.client.allocation import AllocateAveragely, AllocateStrategy
+from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
+from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
+from orbitmq.client.instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
+from orbitmq.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from orbitmq.client.process_queue import ProcessQueue
+from orbitmq.client.producer import Producer
+from orbitmq.client.rebalance import Rebalancer, retry_topic
+from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
+from orbitmq.client.subscription import Subscription, parse_subscription
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.common.errors import ClientError
+from orbitmq.message import properties as P
+from orbitmq.message.model import Message, MessageExt, MessageQueue
+from orbitmq.message.validation import validate_group, validate_topic
+
+log = logging.getLogger("orbitmq.client")
+
+BROKER_SUSPEND_MAX_MS = 15000
+PULL_RPC_TIMEOUT_S = 30.0
+FLOW_CONTROL_DELAY_S = 0.05
+PULL_EXCEPTION_DELAY_S = 1.0
+LOCK_INTERVAL_S = 20.0
+
+
+class BrokerOffsetBackend:
+    """OffsetBackend over a ClientInstance: offsets live on the master of the queue's broker."""
+
+    def __init__(self, instance: ClientInstance) -> None:
+        self.instance = instance
+
+    async def _addr(self, mq: MessageQueue) -> str:
+        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
+        if addr is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        return await self.instance.api.query_consumer_offset(await self._addr(mq), group, mq)
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        await self.instance.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
+
+
+class PushConsumer:
+    consume_type = ConsumeType.CONSUME_PASSIVELY
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addrs: str | Sequence[str] | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        config: ClientConfig | None = None,
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate_strategy: AllocateStrategy | None = None,
+        consume_concurrency: int = 20,
+        consume_batch_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue_mib: int = 100,
+        consume_concurrently_max_span: int = 2000,
+        pull_interval: float = 0.0,
+        max_reconsume_times: int = -1,
+        suspend_current_queue_time: float = 1.0,
+        offset_store_dir: Path | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        validate_group(group)
+        if instance is None:
+            config = config or ClientConfig()
+            if namesrv_addrs is not None or not config.namesrv_addrs:
+                config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
+        self.group = group
+        self._config = config
+        self._own_instance = instance is None
+        self.instance: ClientInstance | None = instance
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp_ms = (
+            consume_timestamp_ms if consume_timestamp_ms is not None else clock.now_ms() - 30 * 60 * 1000
+        )
+        self.allocate_strategy = allocate_strategy or AllocateAveragely()
+        self.consume_concurrency = consume_concurrency
+        self.consume_batch_size = consume_batch_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue_mib * 1024 * 1024
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.pull_interval = pull_interval
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.offset_store_dir = offset_store_dir
+        self.clock = clock
+        self._subscriptions: dict[str, Subscription] = {}
+        self._listener: Listener | None = None
+        self._orderly = False
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._inner_producer: Producer | None = None
+        self.rebalancer: Rebalancer | None = None
+        self.offset_store: OffsetStore | None = None
+        self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self.started = False
+        self.paused = False
+
+    # ---- configuration ----------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        """Consume `topic`, messages whose tag matches `expression` (`*` or `tagA || tagB`)."""
+        validate_topic(topic)
+        sub = parse_subscription(topic, expression, sub_version=self.clock.now_ms())
+        self._subscriptions[topic] = sub
+        if self.rebalancer is not None:
+            self.rebalancer.subscriptions[topic] = sub
+        if self.started and self.instance is not None:
+            self.instance.spawn(self.instance.refresh_subscriptions(self), f"subscribe {topic}")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+        if self.rebalancer is not None:
+            self.rebalancer.subscriptions.pop(topic, None)
+
+    def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
+        """`listener(messages, context)`; concurrent listeners answer ConsumeStatus, orderly ones
+        ConsumeOrderlyStatus (None means success, an exception means retry)."""
+        self._listener = listener
+        self._orderly = orderly
+
+    def register_orderly_listener(self, listener: Listener) -> None:
+        self.register_listener(listener, orderly=True)
+
+    @property
+    def max_reconsume(self) -> int:
+        if self.max_reconsume_times >= 0:
+            return self.max_reconsume_times
+        return 2**31 - 1 if self._orderly else 16
+
+    # ---- ConsumerInner ----------------------------------------------------------------------
+
+    def subscriptions(self) -> list[Subscription]:
+        subs = list(self._subscriptions.values())
+        if self.message_model is MessageModel.CLUSTERING:
+            subs.append(parse_subscription(retry_topic(self.group), "*", sub_version=0))
+        return subs
+
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+        if self.rebalancer is not None:
+            self.rebalancer.topic_queues[topic] = mqs
+
+    async def do_rebalance(self) -> None:
+        if self.rebalancer is not None and self.started and not self.paused:
+            await self.rebalancer.do_rebalance()
+
+    async def persist_consumer_offset(self) -> None:
+        if self.offset_store is not None and self.rebalancer is not None:
+            await self.offset_store.persist_all(list(self.rebalancer.process_queues))
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.started:
+            return
+        if self._listener is None:
+            raise ClientError("register a listener before starting the consumer")
+        if not self._subscriptions:
+            raise ClientError("subscribe to at least one topic before starting the consumer")
+        if self.instance is None:
+            assert self._config is not None
+            self.instance = ClientInstance(self._config)
+        instance = self.instance
+        if self.message_model is MessageModel.CLUSTERING:
+            self.offset_store = RemoteBrokerOffsetStore(self.group, BrokerOffsetBackend(instance))
+        else:
+            self.offset_store = LocalFileOffsetStore(instance.client_id, self.group, self.offset_store_dir)
+        await self.offset_store.load()
+        self.rebalancer = Rebalancer(
+            group=self.group,
+            message_model=self.message_model,
+            strategy=self.allocate_strategy,
+            instance=instance,
+            offset_store=self.offset_store,
+            consume_from_where=self.consume_from_where,
+            consume_timestamp_ms=self.consume_timestamp_ms,
+            orderly=self._orderly,
+            on_added=self._on_queue_added,
+            on_removed=self._on_queue_removed,
+            clock=self.clock,
+        )
+        for sub in self.subscriptions():
+            self.rebalancer.subscriptions[sub.topic] = sub
+        if self._orderly:
+            self.consume_service = OrderlyConsumeService(
+                group=self.group,
+                listener=self._listener,
+                concurrency=self.consume_concurrency,
+                batch_size=self.consume_batch_size,
+                message_model=self.message_model,
+                offset_store=self.offset_store,
+                lock=self.rebalancer.lock,
+                send_back=self._send_back_via_producer,
+                max_reconsume_times=self.max_reconsume,
+                suspend_s=self.suspend_current_queue_time,
+                monotonic=self.clock.monotonic,
+            )
+        else:
+            self.consume_service = ConcurrentConsumeService(
+                group=self.group,
+                listener=self._listener,
+                concurrency=self.consume_concurrency,
+                batch_size=self.consume_batch_size,
+                message_model=self.message_model,
+                offset_store=self.offset_store,
+                send_back=self.send_message_back,
+            )
+        instance.register_consumer(self)
+        self.started = True
+        await instance.start()
+        await instance.refresh_subscriptions(self)
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._lock_service()))
+        await self.do_rebalance()
+        instance.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        """Finish in-flight messages, persist offsets, release locks, leave the group."""
+        if not self.started:
+            return
+        self.started = False
+        for task in self._tasks:
+            task.cancel()
+        for task in list(self._pull_tasks.values()):
+            task.cancel()
+        for task in [*self._tasks, *self._pull_tasks.values()]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._pull_tasks.clear()
+        if self.consume_service is not None:
+            await self.consume_service.shutdown(wait=True)
+        assert self.instance is not None and self.rebalancer is not None
+        await self.persist_consumer_offset()
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            await self.rebalancer.unlock(list(self.rebalancer.process_queues))
+        for pq in self.rebalancer.process_queues.values():
+            pq.dropped = True
+        if self._inner_producer is not None:
+            await self._inner_producer.shutdown()
+        await self.instance.unregister_consumer(self.group)
+        if self._own_instance:
+            await self.instance.shutdown()
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def suspend(self) -> None:
+        """Stop pulling (queues are kept); `resume()` continues."""
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    @property
+    def consumed_count(self) -> int:
+        return self.consume_service.consumed if self.consume_service is not None else 0
+
+    def assigned_queues(self) -> list[MessageQueue]:
+        return sorted(self.rebalancer.process_queues) if self.rebalancer is not None else []
+
+    async def reset_offset(self, offsets: dict[MessageQueue, int]) -> None:
+        """Continue the given queues from these offsets (RESET_CONSUMER_CLIENT_OFFSET): their cached
+        messages are dropped without committing and the next rebalance takes them up again."""
+        if self.rebalancer is None or self.offset_store is None:
+            return
+        for mq, offset in offsets.items():
+            pq = self.rebalancer.process_queues.pop(mq, None)
+            if pq is not None:
+                pq.dropped = True
+                task = self._pull_tasks.pop(mq, None)
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+                pq.clear()
+            self.offset_store.update_offset(mq, offset)
+            with contextlib.suppress(Exception):
+                await self.offset_store.persist(mq)
+            self.offset_store.remove_offset(mq)
+        if self.instance is not None:
+            self.instance.rebalance_immediately()
+
+    # ---- rebalance callbacks ----------------------------------------------------------------
+
+    async def _on_queue_added(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        log.debug("%s: now consuming %s from offset %d", self.group, mq, offset)
+        task = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset), name=f"pull {mq}")
+        self._pull_tasks[mq] = task
+
+    async def _on_queue_removed(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        assert self.offset_store is not None and self.rebalancer is not None
+        if isinstance(self.consume_service, OrderlyConsumeService):
+            # Wait until the queue's current batch is done, so the next owner starts after it.
+            async with self.consume_service.queue_lock(mq):
+                pass
+        if self.message_model is MessageModel.CLUSTERING:
+            with contextlib.suppress(Exception):
+                await self.offset_store.persist(mq)
+        self.offset_store.remove_offset(mq)
+        if self._orderly and self.message_model is MessageModel.CLUSTERING:
+            await self.rebalancer.unlock([mq])
+        pq.clear()
+        return True
+
+    async def _lock_service(self) -> None:
+        await asyncio.sleep(1.0)
+        while True:
+            if self.rebalancer is not None:
+                await self.rebalancer.lock_all()
+            await asyncio.sleep(LOCK_INTERVAL_S)
+
+    # ---- pulling ----------------------------------------------------------------------------
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        assert (
+            self.instance is not None and self.offset_store is not None and self.consume_service is not None
+        )
+        instance, store, service = self.instance, self.offset_store, self.consume_service
+        broker_id = 0
+        was_locked = False
+        while not pq.dropped and self.started:
+            if self.paused:
+                await asyncio.sleep(1.0)
+                continue
+            if (
+                pq.msg_count > self.pull_threshold_for_queue
+                or pq.msg_size > self.pull_threshold_size_for_queue
+            ):
+                await asyncio.sleep(FLOW_CONTROL_DELAY_S)
+                continue
+            if self._orderly:
+                if self.message_model is MessageModel.CLUSTERING and not pq.locked:
+                    await asyncio.sleep(self.suspend_current_queue_time)
+                    continue
+                if not was_locked:
+                    # A queue just locked may have been consumed further by its previous owner.
+                    assert self.rebalancer is not None
+                    fresh = await self.rebalancer.compute_pull_from_where(mq)
+                    if fresh >= 0:
+                        offset = fresh
+                    was_locked = True
+            elif pq.max_span > self.consume_concurrently_max_span:
+                await asyncio.sleep(FLOW_CONTROL_DELAY_S)
+                continue
+            sub = self._subscription_for(mq.topic)
+            if sub is None:
+                return
+            found = instance.broker_address_for_subscribe(mq.broker_name, broker_id)
+            if found is None:
+                await instance.update_topic_route(mq.topic)
+                await asyncio.sleep(PULL_EXCEPTION_DELAY_S)
+                continue
+            addr, is_slave = found
+            sys_flag = FLAG_SUSPEND | FLAG_SUBSCRIPTION
+            commit_offset = 0
+            if self.message_model is MessageModel.CLUSTERING:
+                commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+                if commit_offset > 0 and not is_slave:
+                    sys_flag |= FLAG_COMMIT_OFFSET
+            try:
+                result = await instance.api.pull_message(
+                    addr,
+                    group=self.group,
+                    mq=mq,
+                    offset=offset,
+                    max_nums=self.pull_batch_size,
+                    sys_flag=sys_flag,
+                    commit_offset=max(commit_offset, 0),
+                    suspend_timeout_ms=BROKER_SUSPEND_MAX_MS,
+                    subscription=sub.sub_string,
+                    sub_version=sub.sub_version,
+                    expression_type=sub.expression_type,
+                    timeout=PULL_RPC_TIMEOUT_S,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("%s: pull of %s failed: %s", self.group, mq, exc)
+                broker_id = 0
+                await asyncio.sleep(PULL_EXCEPTION_DELAY_S)
+                continue
+            if pq.is_dropped():
+                return
+            pq.touch_pull()
+            broker_id = result.suggest_which_broker_id
+            if result.status is PullStatus.FOUND:
+                offset = result.next_begin_offset
+                msgs = [m for m in result.messages if sub.matches(m.tags)]
+                if msgs:
+                    pq.msg_acc_count = result.max_offset - msgs[-1].queue_offset
+                    dispatch = pq.put_messages(msgs)
+                    service.submit(msgs, pq, mq, dispatch)
+                elif pq.is_empty:
+                    store.update_offset(mq, offset, increase_only=True)
+            elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+                offset = result.next_begin_offset
+                if pq.is_empty:
+                    store.update_offset(mq, offset, increase_only=True)
+            else:  # OFFSET_ILLEGAL: the broker says where the queue really is
+                log.warning(
+                    "%s: offset %d of %s is illegal, moving to %d",
+                    self.group,
+                    offset,
+                    mq,
+                    result.next_begin_offset,
+                )
+                offset = result.next_begin_offset
+                store.update_offset(mq, offset)
+                with contextlib.suppress(Exception):
+                    await store.persist(mq)
+            if self.pull_interval > 0:
+                await asyncio.sleep(self.pull_interval)
+
+    def _subscription_for(self, topic: str) -> Subscription | None:
+        if self.rebalancer is None:
+            return None
+        return self.rebalancer.subscriptions.get(topic)
+
+    # ---- sending back -----------------------------------------------------------------------
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
+        """CONSUMER_SEND_MSG_BACK to the message's broker; on failure re-send it to the retry topic
+        ourselves. False only when both failed (the caller then retries locally)."""
+        assert self.instance is not None
+        addr = self.instance.master_address(mq.broker_name) or msg.store_host
+        try:
+            await self.instance.api.consumer_send_message_back(
+                addr,
+                msg,
+                self.group,
+                delay_level=delay_level,
+                max_reconsume_times=self.max_reconsume,
+                broker_name=mq.broker_name,
+            )
+            return True
+        except Exception as exc:
+            log.debug("%s: send back of %s failed (%s); re-sending it", self.group, msg.msg_id, exc)
+        return await self._send_back_via_producer(msg, 3 + msg.reconsume_times, mq)
+
+    async def _send_back_via_producer(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
+        assert self.instance is not None
+        props = dict(msg.properties)
+        props.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
+        props.setdefault(P.RETRY_TOPIC, msg.topic)
+        props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[P.MAX_RECONSUME_TIMES] = str(self.max_reconsume)
+        props[P.DELAY] = str(max(delay_level, 1))
+        for transient in (P.MIN_OFFSET, P.MAX_OFFSET, P.TRAN_MSG, P.CLUSTER):
+            props.pop(transient, None)
+        retry = Message(retry_topic(self.group), msg.body, msg.flag, props)
+        try:
+            producer = await self._producer()
+            await producer.send(retry)
+            return True
+        except Exception as exc:
+            log.warning("%s: re-sending %s to %s failed: %s", self.group, msg.msg_id, retry.topic, exc)
+            return False
+
+    async def _producer(self) -> Producer:
+        if self._inner_producer is None:
+            assert self.instance is not None
+            group = CLIENT_INNER_PRODUCER_GROUP
+            if group in self.instance.producers:
+                group = f"{CLIENT_INNER_PRODUCER_GROUP}_{self.group}"
+            self._inner_producer = Producer(group, instance=self.instance, clock=self.clock)
+            await self._inner_producer.start()
+        return self._inner_producer

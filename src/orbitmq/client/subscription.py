@@ -1,0 +1,80 @@
+"""Subscriptions: tag expressions (`*`, `a || b`) parsed as RocketMQ's FilterAPI does (fact sheet 4.3).
+
+`Subscription` is the client's value; `to_body()` turns it into the heartbeat's SubscriptionData.
+Messages are matched twice: the broker filters by tag hash code, the client again by the exact tag
+(`Subscription.matches`), because different tags can share a hash code.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orbitmq.common.errors import ClientError
+from orbitmq.message.hashing import java_string_hash
+
+SUB_ALL = "*"
+EXPRESSION_TAG = "TAG"
+EXPRESSION_SQL92 = "SQL92"
+
+
+@dataclass(slots=True)
+class Subscription:
+    topic: str
+    sub_string: str = SUB_ALL
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)
+    sub_version: int = 0
+    expression_type: str = EXPRESSION_TAG
+    class_filter_mode: bool = False
+
+    @property
+    def is_all(self) -> bool:
+        return self.sub_string == SUB_ALL
+
+    def matches(self, tags: str | None) -> bool:
+        """The client-side re-check of a pulled message's tag."""
+        if self.expression_type != EXPRESSION_TAG or self.is_all:
+            return True
+        return tags is not None and tags in self.tags_set
+
+    def to_body(self) -> dict[str, object]:
+        """The heartbeat JSON object (SubscriptionData, properties in fastjson's alphabetical order)."""
+        return {
+            "classFilterMode": self.class_filter_mode,
+            "codeSet": list(self.code_set),
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": list(self.tags_set),
+            "topic": self.topic,
+        }
+
+
+def parse_subscription(
+    topic: str, expression: str | None, *, sub_version: int = 0, expression_type: str = EXPRESSION_TAG
+) -> Subscription:
+    """`None`, empty or `*` subscribe every tag; otherwise tags separated by `||`."""
+    if expression_type == EXPRESSION_SQL92:
+        if not expression or not expression.strip():
+            raise ClientError("an SQL92 subscription needs an expression")
+        return Subscription(topic, expression, sub_version=sub_version, expression_type=EXPRESSION_SQL92)
+    if expression_type != EXPRESSION_TAG:
+        raise ClientError(f"unknown expression type {expression_type!r} (TAG or SQL92)")
+    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
+        return Subscription(topic, SUB_ALL, sub_version=sub_version)
+    tags: list[str] = []
+    for part in expression.split("||"):
+        tag = part.strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    if not tags:
+        raise ClientError(f"subscription expression {expression!r} has no tag")
+    return Subscription(
+        topic,
+        expression,
+        tags_set=tags,
+        code_set=sorted({java_string_hash(t) for t in tags}),
+        sub_version=sub_version,
+    )
