@@ -31,6 +31,8 @@ from orbitmq.client.results import (
     ConsumeOrderlyStatus,
     ConsumeStatus,
     MessageModel,
+    concurrently_status,
+    orderly_status,
 )
 from orbitmq.message import properties as P
 from orbitmq.message.model import MessageExt, MessageQueue
@@ -115,15 +117,15 @@ class ConcurrentConsumeService:
             return
         restore_retry_topic(msgs, self.group)
         context = ConsumeConcurrentlyContext(mq)
-        status: Any
+        status: ConsumeStatus | None
         try:
-            status = await self.runner.call(msgs, context)
+            answer = await self.runner.call(msgs, context)
         except Exception:
             log.exception("%s: listener failed on %d messages of %s", self.group, len(msgs), mq)
-            status = ConsumeStatus.RECONSUME_LATER
-        if status is None or status is True:
-            status = ConsumeStatus.CONSUME_SUCCESS
-        elif status is False:
+            answer = ConsumeStatus.RECONSUME_LATER
+        status = concurrently_status(answer)
+        if status is None:
+            log.warning("%s: listener answered %r; treating it as RECONSUME_LATER", self.group, answer)
             status = ConsumeStatus.RECONSUME_LATER
         if pq.is_dropped():
             return  # the queue moved to another consumer, which will redeliver from the committed offset
@@ -220,15 +222,15 @@ class OrderlyConsumeService:
                     return
                 restore_retry_topic(msgs, self.group)
                 context = ConsumeOrderlyContext(mq)
-                status: Any
+                status: ConsumeOrderlyStatus | None
                 try:
-                    status = await self.runner.call(msgs, context)
+                    answer = await self.runner.call(msgs, context)
                 except Exception:
                     log.exception("%s: orderly listener failed on %s", self.group, mq)
-                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                if status is None or status is True:
-                    status = ConsumeOrderlyStatus.SUCCESS
-                elif status is False:
+                    answer = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                status = orderly_status(answer)
+                if status is None:
+                    log.warning("%s: orderly listener answered %r; suspending the queue", self.group, answer)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
                 if pq.is_dropped():
                     return

@@ -60,6 +60,33 @@ class ConsumeOrderlyStatus(enum.Enum):
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
 
+def concurrently_status(answer: object) -> ConsumeStatus | None:
+    """What a concurrent listener's answer means: None/True or CONSUME_SUCCESS (the member or its name,
+    as RocketMQ users write it) is success, False or RECONSUME_LATER is failure. None for anything else."""
+    if answer is None or answer is True:
+        return ConsumeStatus.CONSUME_SUCCESS
+    if answer is False:
+        return ConsumeStatus.RECONSUME_LATER
+    if isinstance(answer, ConsumeStatus):
+        return answer
+    if isinstance(answer, str) and answer in ConsumeStatus.__members__:
+        return ConsumeStatus[answer]
+    return None
+
+
+def orderly_status(answer: object) -> ConsumeOrderlyStatus | None:
+    """The same for orderly listeners: SUCCESS or SUSPEND_CURRENT_QUEUE_A_MOMENT (member or name)."""
+    if answer is None or answer is True:
+        return ConsumeOrderlyStatus.SUCCESS
+    if answer is False:
+        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+    if isinstance(answer, ConsumeOrderlyStatus):
+        return answer
+    if isinstance(answer, str) and answer in ConsumeOrderlyStatus.__members__:
+        return ConsumeOrderlyStatus[answer]
+    return None
+
+
 @dataclass(slots=True)
 class ConsumeConcurrentlyContext:
     message_queue: MessageQueue
