@@ -1,0 +1,1 @@
+"""The clickstream example: producer -> Spark streaming job -> Parquet + results topic -> consumer."""

@@ -1,0 +1,306 @@
+"""Options of the `orbitmq` Spark source and sink: parsed once, validated with clear ValueErrors.
+
+Spark hands a data source its options as a case-insensitive dict of strings; these parsers accept any
+mapping and compare names case-insensitively, so `nameSrvAddr`, `NAMESRVADDR` and `namesrv` are one
+option. Unknown names are rejected with the list of valid ones: a typo ("startingOffset") must fail at
+`.load()`, not silently read from the default position.
+
+The parsed values are frozen dataclasses of plain values: they are pickled to Spark's executors.
+Pure Python: no pyspark, no pyarrow, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from orbitmq.spark.offsets import LATEST, OffsetMap, from_offset_json
+
+# Every option name, lower case, with its aliases mapped to the canonical name.
+_SOURCE_ALIASES = {
+    "namesrv": "namesrv",
+    "namesrvaddr": "namesrv",
+    "topic": "topic",
+    "topics": "topics",
+    "topicpattern": "topicpattern",
+    "startingoffsets": "startingoffsets",
+    "startingtimestamp": "startingtimestamp",
+    "endingoffsets": "endingoffsets",
+    "endingtimestamp": "endingtimestamp",
+    "maxoffsetspertrigger": "maxoffsetspertrigger",
+    "failondataloss": "failondataloss",
+    "tags": "tags",
+    "subexpression": "tags",
+    "pullbatchsize": "pullbatchsize",
+    "pulltimeoutms": "pulltimeoutms",
+    "pullconcurrency": "pullconcurrency",
+    "minpartitions": "minpartitions",
+    "consumergroup": "consumergroup",
+}
+_SINK_ALIASES = {
+    "namesrv": "namesrv",
+    "namesrvaddr": "namesrv",
+    "topic": "topic",
+    "producergroup": "producergroup",
+    "sendtimeoutms": "sendtimeoutms",
+    "sendconcurrency": "sendconcurrency",
+    "maxbatchmessages": "maxbatchmessages",
+    "writeid": "writeid",
+}
+_SOURCE_NAMES = "namesrv (nameSrvAddr), topic | topics | topicPattern, startingOffsets, startingTimestamp, \
+endingOffsets, endingTimestamp, maxOffsetsPerTrigger, failOnDataLoss, tags (subExpression), pullBatchSize, \
+pullTimeoutMs, pullConcurrency, minPartitions, consumerGroup"
+_SINK_NAMES = "namesrv (nameSrvAddr), topic, producerGroup, sendTimeoutMs, sendConcurrency, \
+maxBatchMessages, writeId"
+
+DEFAULT_READER_GROUP = "orbitmq_spark_reader"
+DEFAULT_PRODUCER_GROUP = "orbitmq_spark_writer"
+_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpec:
+    """Where reading starts or ends: "earliest", "latest", "timestamp" (ms) or "specific" offsets.
+
+    With "specific", queues missing from `offsets` fall back to `fallback` (earliest for a start,
+    latest for an end), and -2/-1 entries mean earliest/latest for that queue.
+    """
+
+    kind: str
+    timestamp: int = 0
+    offsets: OffsetMap = field(default_factory=dict)
+    fallback: str = "earliest"
+
+    def __post_init__(self) -> None:
+        assert self.kind in ("earliest", "latest", "timestamp", "specific"), self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    namesrv: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    starting: OffsetSpec = OffsetSpec("earliest")
+    ending: OffsetSpec = OffsetSpec("latest", fallback="latest")
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    tags: str = "*"
+    pull_batch_size: int = 1024
+    pull_timeout_ms: int = 10_000
+    pull_concurrency: int = 8
+    min_partitions: int | None = None
+    consumer_group: str | None = None
+
+    @property
+    def reader_group(self) -> str:
+        return self.consumer_group or DEFAULT_READER_GROUP
+
+    def matches(self, topic: str) -> bool:
+        if self.topic_pattern is not None:
+            return re.fullmatch(self.topic_pattern, topic) is not None
+        return topic in self.topics
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    namesrv: tuple[str, ...]
+    topic: str | None = None
+    producer_group: str = DEFAULT_PRODUCER_GROUP
+    send_timeout_ms: int = 3000
+    send_concurrency: int = 8
+    max_batch_messages: int = 1024
+    write_id: str | None = None
+
+
+# Options Spark itself sets on a data source (streaming writers get the query's checkpoint location).
+_SPARK_OWN = frozenset({"checkpointlocation"})
+
+
+def _normalize(
+    options: Mapping[str, str], aliases: Mapping[str, str], names: str, what: str
+) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for raw_name, value in options.items():
+        if raw_name.lower() in _SPARK_OWN:
+            continue
+        canonical = aliases.get(raw_name.lower())
+        if canonical is None:
+            if raw_name.lower() == "path":
+                raise ValueError(f"the orbitmq {what} takes no path; set the option 'namesrv' instead")
+            raise ValueError(f"unknown option {raw_name!r} for the orbitmq {what}; valid options: {names}")
+        if canonical in result:
+            raise ValueError(f"option {canonical!r} is given twice (under two of its names)")
+        result[canonical] = str(value)
+    return result
+
+
+def parse_namesrv(value: str | None) -> tuple[str, ...]:
+    if not value or not value.strip():
+        raise ValueError(
+            "option 'namesrv' (or 'nameSrvAddr') is required, e.g. .option('namesrv', '127.0.0.1:9876')"
+        )
+    addresses = tuple(a.strip() for a in re.split(r"[;,]", value) if a.strip())
+    for address in addresses:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"namesrv address {address!r} is not host:port")
+    return addresses
+
+
+def parse_bool(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name!r} must be true or false, got {value!r}")
+
+
+def parse_int(name: str, value: str, *, minimum: int) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ValueError(f"option {name!r} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"option {name!r} must be >= {minimum}, got {number}")
+    return number
+
+
+def _check_topic(topic: str) -> str:
+    if not _TOPIC_RE.match(topic):
+        raise ValueError(f"topic {topic!r} is not a valid topic name (1-127 of letters, digits, '%|_-')")
+    return topic
+
+
+def _offset_spec(name: str, value: str, *, fallback: str, allow_earliest: bool) -> OffsetSpec:
+    text = value.strip()
+    lowered = text.lower()
+    if lowered == "latest":
+        return OffsetSpec("latest", fallback=fallback)
+    if lowered == "earliest":
+        if not allow_earliest:
+            raise ValueError(f"option {name!r} cannot be 'earliest' (a range would be empty)")
+        return OffsetSpec("earliest", fallback=fallback)
+    if not text.startswith("{"):
+        raise ValueError(
+            f"option {name!r} must be 'earliest', 'latest' or JSON "
+            f'{{"topic": {{"broker": {{"queueId": offset}}}}}}, got {value!r}'
+        )
+    offsets = from_offset_json(text, what=f"option {name!r}", allow_sentinels=True)
+    if not allow_earliest and any(o == -2 for o in offsets.values()):
+        raise ValueError(f"option {name!r} cannot use -2 (earliest) for a queue")
+    return OffsetSpec("specific", offsets=offsets, fallback=fallback)
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Validates the source options for a batch (`streaming=False`) or streaming query."""
+    opts = _normalize(options, _SOURCE_ALIASES, _SOURCE_NAMES, "source")
+    namesrv = parse_namesrv(opts.get("namesrv"))
+    given = [n for n in ("topic", "topics", "topicpattern") if n in opts]
+    if len(given) != 1:
+        raise ValueError(
+            "set exactly one of the options 'topic', 'topics' (comma-separated) or 'topicPattern' (a regex)"
+            + (f"; got {', '.join(given)}" if given else "")
+        )
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    if "topicpattern" in opts:
+        pattern = opts["topicpattern"]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"option 'topicPattern' is not a valid regular expression: {exc}") from None
+    else:
+        names = [t.strip() for t in opts[given[0]].split(",") if t.strip()]
+        if not names:
+            raise ValueError(f"option {given[0]!r} names no topic")
+        if given[0] == "topic" and len(names) > 1:
+            raise ValueError("option 'topic' takes one topic; use 'topics' for a comma-separated list")
+        topics = tuple(dict.fromkeys(_check_topic(t) for t in names))
+
+    if "startingoffsets" in opts and "startingtimestamp" in opts:
+        raise ValueError("set only one of 'startingOffsets' and 'startingTimestamp'")
+    if "startingtimestamp" in opts:
+        starting = OffsetSpec(
+            "timestamp", timestamp=parse_int("startingTimestamp", opts["startingtimestamp"], minimum=0)
+        )
+    elif "startingoffsets" in opts:
+        starting = _offset_spec(
+            "startingOffsets", opts["startingoffsets"], fallback="earliest", allow_earliest=True
+        )
+    else:
+        # Kafka's defaults: a stream starts at the end, a batch reads everything.
+        starting = OffsetSpec("latest" if streaming else "earliest")
+
+    ending = OffsetSpec("latest", fallback="latest")
+    if streaming:
+        for batch_only in ("endingoffsets", "endingtimestamp"):
+            if batch_only in opts:
+                raise ValueError(f"option {batch_only!r} is for batch reads only (spark.read), not streams")
+    else:
+        if "maxoffsetspertrigger" in opts:
+            raise ValueError("option 'maxOffsetsPerTrigger' is for streams only (spark.readStream)")
+        if "endingoffsets" in opts and "endingtimestamp" in opts:
+            raise ValueError("set only one of 'endingOffsets' and 'endingTimestamp'")
+        if "endingtimestamp" in opts:
+            ending = OffsetSpec(
+                "timestamp",
+                timestamp=parse_int("endingTimestamp", opts["endingtimestamp"], minimum=0),
+                fallback="latest",
+            )
+        elif "endingoffsets" in opts:
+            ending = _offset_spec(
+                "endingOffsets", opts["endingoffsets"], fallback="latest", allow_earliest=False
+            )
+        if starting.kind == "latest":
+            raise ValueError(
+                "a batch read cannot start at 'latest' (it would be empty); use earliest or JSON"
+            )
+        if starting.kind == "specific" and any(o == LATEST for o in starting.offsets.values()):
+            raise ValueError("a batch read cannot start a queue at -1 (latest)")
+
+    max_rows = None
+    if "maxoffsetspertrigger" in opts:
+        max_rows = parse_int("maxOffsetsPerTrigger", opts["maxoffsetspertrigger"], minimum=1)
+    min_partitions = None
+    if "minpartitions" in opts:
+        min_partitions = parse_int("minPartitions", opts["minpartitions"], minimum=1)
+    tags = opts.get("tags", "*").strip() or "*"
+    group = opts.get("consumergroup")
+    if group is not None and not _TOPIC_RE.match(group):
+        raise ValueError(f"option 'consumerGroup' {group!r} is not a valid group name")
+    return SourceOptions(
+        namesrv=namesrv,
+        topics=topics,
+        topic_pattern=pattern,
+        starting=starting,
+        ending=ending,
+        max_offsets_per_trigger=max_rows,
+        fail_on_data_loss=parse_bool("failOnDataLoss", opts.get("failondataloss", "true")),
+        tags=tags,
+        pull_batch_size=parse_int("pullBatchSize", opts.get("pullbatchsize", "1024"), minimum=1),
+        pull_timeout_ms=parse_int("pullTimeoutMs", opts.get("pulltimeoutms", "10000"), minimum=1),
+        pull_concurrency=parse_int("pullConcurrency", opts.get("pullconcurrency", "8"), minimum=1),
+        min_partitions=min_partitions,
+        consumer_group=group,
+    )
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    opts = _normalize(options, _SINK_ALIASES, _SINK_NAMES, "sink")
+    topic = opts.get("topic")
+    if topic is not None:
+        _check_topic(topic.strip())
+    group = opts.get("producergroup", DEFAULT_PRODUCER_GROUP)
+    if not _TOPIC_RE.match(group):
+        raise ValueError(f"option 'producerGroup' {group!r} is not a valid group name")
+    return SinkOptions(
+        namesrv=parse_namesrv(opts.get("namesrv")),
+        topic=topic.strip() if topic is not None else None,
+        producer_group=group,
+        send_timeout_ms=parse_int("sendTimeoutMs", opts.get("sendtimeoutms", "3000"), minimum=1),
+        send_concurrency=parse_int("sendConcurrency", opts.get("sendconcurrency", "8"), minimum=1),
+        max_batch_messages=parse_int("maxBatchMessages", opts.get("maxbatchmessages", "1024"), minimum=1),
+        write_id=opts.get("writeid"),
+    )

@@ -1,0 +1,235 @@
+"""Reading one queue range `[start, end)` into Arrow batches: what a Spark task does on an executor.
+
+The partition carries everything the task needs (queue, range, broker address, name servers, pull
+settings): the executor's copy of the reader knows nothing learned on the driver after planning.
+
+Pulls are pipelined: the range is cut into windows of a few pull batches and `pullConcurrency` windows
+are in flight at once on the process's event loop; results are emitted in offset order, so a task
+always yields the same rows in the same order. Pull bodies are joined and decoded straight into Arrow
+(`arrow_records.decode_batch`) in batches of up to `TARGET_BATCH_BYTES` / `TARGET_BATCH_ROWS`.
+
+Data loss (the broker no longer has part of the range) fails the task with `DataLossError`, or, with
+`failOnDataLoss=false`, is logged and skipped. A replayed range reads exactly the same records unless
+retention removed some in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.spark.arrow_records import decode_batch, record_positions
+from orbitmq.spark.broker_access import BrokerAccess, PullResponse, shared_access
+from orbitmq.spark.offsets import QueueRef
+from orbitmq.spark.planning import DataLossError
+
+log = logging.getLogger("orbitmq.spark")
+
+TARGET_BATCH_BYTES = 16 * 1024 * 1024
+TARGET_BATCH_ROWS = 65536
+# A window is one pull's worth of offsets (`pullBatchSize`). A broker that returns fewer messages per
+# pull (RocketMQ's default limit is 32 / 256 KiB) is asked again within the window, so `pullConcurrency`
+# pulls stay in flight per task whatever the broker's limits are.
+WINDOW_PULLS = 1
+MAX_EMPTY_RETRIES = 5
+_QUEUE_OFFSET = struct.Struct(">q")
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSpec:
+    """Everything needed to read one range; plain values, pickled to the executor."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    start: int
+    end: int
+    address: str
+    namesrv: tuple[str, ...]
+    group: str
+    tags: str
+    pull_batch_size: int
+    pull_timeout_ms: int
+    pull_concurrency: int
+    fail_on_data_loss: bool
+
+    @property
+    def queue(self) -> QueueRef:
+        return QueueRef(self.topic, self.broker, self.queue_id)
+
+
+def _lost(spec: RangeSpec, low: int, high: int, why: str) -> None:
+    message = (
+        f"queue {spec.queue}: offsets [{low}, {high}) of the planned range [{spec.start}, {spec.end}) "
+        f"are no longer on broker {spec.address} ({why})"
+    )
+    if spec.fail_on_data_loss:
+        raise DataLossError(
+            message + ". Set the option failOnDataLoss to false to skip missing data instead of failing."
+        )
+    log.warning("%s; skipped (failOnDataLoss=false)", message)
+
+
+def _cut_at(body: bytes, high: int) -> bytes:
+    """The records of `body` whose queue offset is below `high` (offsets ascend in a pull body)."""
+    for pos in record_positions(body):
+        if _QUEUE_OFFSET.unpack_from(body, pos + 20)[0] >= high:
+            return body[:pos]
+    return body
+
+
+class _RangeFetcher:
+    def __init__(self, access: BrokerAccess, spec: RangeSpec) -> None:
+        self.access = access
+        self.spec = spec
+        self.address = spec.address
+        self.filtered = spec.tags.strip() not in ("", "*")
+
+    async def _pull(self, offset: int, count: int) -> PullResponse:
+        spec = self.spec
+        try:
+            return await self.access.pull_raw(
+                self.address,
+                spec.queue,
+                offset,
+                count,
+                group=spec.group,
+                tags=spec.tags,
+                timeout_s=spec.pull_timeout_ms / 1000,
+            )
+        except (ConnectError, RequestTimeoutError):
+            # The broker may have moved (restart on a new address): ask the name server once.
+            route = await self.access.api.get_topic_route(spec.topic)
+            if route is None:
+                raise
+            for broker in route.broker_datas:
+                if broker.broker_name == spec.broker and broker.broker_addrs:
+                    addrs = {int(k): v for k, v in broker.broker_addrs.items()}
+                    self.address = addrs.get(0) or addrs[min(addrs)]
+            return await self.access.pull_raw(
+                self.address,
+                spec.queue,
+                offset,
+                count,
+                group=spec.group,
+                tags=spec.tags,
+                timeout_s=spec.pull_timeout_ms / 1000,
+            )
+
+    async def window(self, low: int, high: int) -> list[bytes]:
+        """The raw records of offsets `[low, high)`, in order."""
+        spec = self.spec
+        chunks: list[bytes] = []
+        offset = low
+        empty = 0
+        while offset < high:
+            resp = await self._pull(offset, min(spec.pull_batch_size, high - offset))
+            code = resp.code
+            next_offset = resp.next_begin_offset
+            if code == ResponseCode.SUCCESS:
+                body = resp.body
+                if not body:
+                    raise BrokerError(code, "pull found messages but sent no body", address=self.address)
+                first = _QUEUE_OFFSET.unpack_from(body, 20)[0]
+                if first > offset and not self.filtered:
+                    _lost(spec, offset, min(first, high), "the first record returned starts later")
+                if next_offset > high or self.filtered:
+                    body = _cut_at(body, high)
+                if body:
+                    chunks.append(body)
+                empty = 0
+            elif code == ResponseCode.PULL_OFFSET_MOVED:
+                min_offset = resp.min_offset
+                if offset < min_offset:
+                    _lost(spec, offset, min(min_offset, high), "removed by retention")
+                    next_offset = min_offset
+                else:
+                    _lost(spec, offset, high, "the queue ends before the range does; recreated or truncated")
+                    next_offset = high
+            elif code == ResponseCode.PULL_NOT_FOUND:
+                if next_offset <= offset:
+                    _lost(spec, offset, high, "the queue ends before the range does; recreated or truncated")
+                    next_offset = high
+                else:
+                    _lost(spec, offset, min(next_offset, high), "the consume queue has a gap")
+            elif code == ResponseCode.PULL_RETRY_IMMEDIATELY:
+                pass  # filtered out by tags, or being removed: continue at next_offset
+            else:
+                raise BrokerError(code, resp.remark, address=self.address)
+            if next_offset <= offset:
+                empty += 1
+                if empty > MAX_EMPTY_RETRIES:
+                    raise BrokerError(
+                        code,
+                        f"pull of {spec.queue} at offset {offset} makes no progress (next {next_offset})",
+                        address=self.address,
+                    )
+                await asyncio.sleep(0.05 * empty)
+                continue
+            offset = next_offset
+        return chunks
+
+
+def read_range(spec: RangeSpec) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the range's messages, in offset order (a generator, run inside a Spark task)."""
+    if spec.end <= spec.start:
+        return
+    access = shared_access(spec.namesrv, spec.pull_timeout_ms / 1000)
+    loop = access.loop
+    fetcher = _RangeFetcher(access, spec)
+    window = spec.pull_batch_size * WINDOW_PULLS
+    bounds = [(low, min(low + window, spec.end)) for low in range(spec.start, spec.end, window)]
+    pending: deque[asyncio.Task[list[bytes]]] = deque()
+    next_window = 0
+    buffered: list[bytes] = []
+    buffered_bytes = 0
+    buffered_estimate = 0
+    try:
+        while pending or next_window < len(bounds):
+            while next_window < len(bounds) and len(pending) < spec.pull_concurrency:
+                pending.append(loop.create_task(fetcher.window(*bounds[next_window])))
+                next_window += 1
+            low, high = bounds[next_window - len(pending)]
+            chunks = loop.run_until_complete(pending.popleft())
+            buffered_estimate += high - low  # at most this many rows (fewer with a tag filter)
+            for chunk in chunks:
+                buffered.append(chunk)
+                buffered_bytes += len(chunk)
+            if buffered_bytes >= TARGET_BATCH_BYTES or buffered_estimate >= TARGET_BATCH_ROWS:
+                yield _decode(buffered, spec)
+                buffered, buffered_bytes, buffered_estimate = [], 0, 0
+        if buffered:
+            yield _decode(buffered, spec)
+    finally:
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def tag_set(expression: str) -> frozenset[str] | None:
+    """The tags of a TAG subscription expression ("A || B"); None for "*" (everything)."""
+    tags = frozenset(t.strip() for t in expression.split("||") if t.strip())
+    return None if not tags or "*" in tags else tags
+
+
+def _decode(chunks: list[bytes], spec: RangeSpec) -> pa.RecordBatch:
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    batch = decode_batch(data, record_positions(data), broker=spec.broker)
+    tags = tag_set(spec.tags)
+    if tags is not None:
+        # The broker filters by tag hash code; equal hashes of different tags are dropped here, as
+        # RocketMQ's clients re-check the tag string after a pull.
+        batch = batch.filter(
+            pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sorted(tags))), False)
+        )
+    return batch
