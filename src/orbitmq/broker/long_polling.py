@@ -116,14 +116,17 @@ class PullRequestHoldService:
 
     async def run(self) -> None:
         """The service loop: wakes at the earliest deadline, or every `check_interval` at the latest."""
-        while True:
+        while not self._stopped:
             earliest = self._earliest_deadline()
             timeout = self._check_interval
             if earliest is not None:
                 timeout = max(0.0, min(timeout, earliest - self._clock.monotonic()))
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), timeout)
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races
+                # with the timeout, and stop() would then wait for this loop forever.
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait()
                 continue  # a new hold may carry an earlier deadline: recompute
             except TimeoutError:
                 pass

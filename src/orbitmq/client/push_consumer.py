@@ -49,7 +49,9 @@ LOCK_INTERVAL_S = 20.0
 
 
 class BrokerOffsetBackend:
-    """OffsetBackend over a ClientInstance: offsets live on the master of the queue's broker."""
+    """OffsetBackend over a ClientInstance: offsets live on the master of the queue's broker; while the
+    master is gone, its slave answers (it holds the offsets synced from the master), as RocketMQ's
+    findBrokerAddressInSubscribe does."""
 
     def __init__(self, instance: ClientInstance) -> None:
         self.instance = instance
@@ -57,6 +59,9 @@ class BrokerOffsetBackend:
     async def _addr(self, mq: MessageQueue) -> str:
         addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
         if addr is None:
+            found = self.instance.broker_address_for_subscribe(mq.broker_name)
+            if found is not None:
+                return found[0]
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
         return addr
 
@@ -265,7 +270,10 @@ class PushConsumer:
         if self.consume_service is not None:
             await self.consume_service.shutdown(wait=True)
         assert self.instance is not None and self.rebalancer is not None
-        await self.persist_consumer_offset()
+        try:
+            await self.persist_consumer_offset()
+        except Exception as exc:  # a dead broker must not keep the consumer from leaving
+            log.warning("%s: persisting offsets at shutdown failed: %s", self.group, exc)
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             await self.rebalancer.unlock(list(self.rebalancer.process_queues))
         for pq in self.rebalancer.process_queues.values():

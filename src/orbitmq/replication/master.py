@@ -99,8 +99,15 @@ class HAService:
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (end_offset, next(self._seq), fut))
         try:
+            # wait_for, not asyncio.timeout: the broker may run its processors outside a task.
             return await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
+            fut.cancel()
+            # A connected slave that stopped acknowledging leaves timed-out waiters behind: drop them
+            # before they pile up (each SYNC_MASTER send during the outage adds one).
+            if len(self._waiters) > 1024:
+                self._waiters = [w for w in self._waiters if not w[2].done()]
+                heapq.heapify(self._waiters)
             return False
 
     def _on_ack(self, offset: int) -> None:
@@ -153,7 +160,8 @@ class _SlaveConnection:
     async def _read_loop(self) -> None:
         service = self.service
         while True:
-            data = await asyncio.wait_for(self.reader.read(65536), service._housekeeping_interval)
+            async with asyncio.timeout(service._housekeeping_interval):
+                data = await self.reader.read(65536)
             if not data:
                 raise ConnectionError("slave closed the connection")
             offset = self._decoder.feed(data)
@@ -189,7 +197,8 @@ class _SlaveConnection:
             wait = service._heartbeat_interval - (loop.time() - last_write)
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(service._new_data.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await service._new_data.wait()
                 continue
             self.writer.write(encode_transfer_header(self._next_transfer, 0))
             await self.writer.drain()

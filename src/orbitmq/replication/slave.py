@@ -42,6 +42,7 @@ class HAClient:
         self._address_changed = asyncio.Event()
         self.connected = False
         self.last_transfer_monotonic = 0.0
+        self._stopping = False
 
     @property
     def master_address(self) -> str | None:
@@ -54,9 +55,13 @@ class HAClient:
             self._address_changed.set()
 
     async def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="ha-client")
 
     async def stop(self) -> None:
+        # The flag ends the loop even if a cancellation gets swallowed by an inner cleanup.
+        self._stopping = True
+        self._address_changed.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -64,12 +69,13 @@ class HAClient:
             self._task = None
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             address = self._master_address
             if not address:
                 self._address_changed.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+                    async with asyncio.timeout(self._reconnect_interval):
+                        await self._address_changed.wait()
                 continue
             try:
                 await self._replicate(address)
@@ -79,11 +85,21 @@ class HAClient:
                 self.connected = False
             self._address_changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+                async with asyncio.timeout(self._reconnect_interval):
+                    await self._address_changed.wait()
 
     async def _replicate(self, address: str) -> None:
         host, _, port = address.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 3.0)
+        connect = asyncio.ensure_future(asyncio.open_connection(host, int(port)))
+        try:
+            async with asyncio.timeout(3.0):
+                reader, writer = await asyncio.shield(connect)
+        except BaseException:
+            # Cancelled (stop) or timed out just as the connection was made: close it, or the master
+            # would keep a half-open slave connection waiting for an offset report.
+            connect.add_done_callback(_close_if_connected)
+            connect.cancel()
+            raise
         self.connected = True
         reporter = asyncio.create_task(self._report_loop(writer))
         try:
@@ -106,7 +122,8 @@ class HAClient:
         decoder = TransferDecoder()
         loop = asyncio.get_running_loop()
         while self._master_address == address:
-            data = await asyncio.wait_for(reader.read(4 * 1024 * 1024), self._housekeeping_interval)
+            async with asyncio.timeout(self._housekeeping_interval):
+                data = await reader.read(4 * 1024 * 1024)
             if not data:
                 raise ConnectionError("master closed the connection")
             appended = False
@@ -128,3 +145,8 @@ class HAClient:
                 await writer.drain()
                 if self._on_appended is not None:
                     self._on_appended()
+
+
+def _close_if_connected(task: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]) -> None:
+    if not task.cancelled() and task.exception() is None:
+        task.result()[1].close()

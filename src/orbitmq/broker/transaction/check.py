@@ -9,6 +9,7 @@ Only a master runs this service. It knows connections only through `channels_of(
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable, Iterable
@@ -38,10 +39,11 @@ class TransactionalMessageCheckService:
     async def run(self) -> None:
         interval = self.service.config.check_interval_ms / 1000
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), interval)
-            except TimeoutError:
-                pass
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that races
+            # its timeout, and the broker's stop() would wait for this loop forever.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self.run_pass()
