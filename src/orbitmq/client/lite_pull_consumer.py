@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,9 @@ class LitePullConsumer:
         self._buffered = 0
         self._last_commit = 0.0
         self._paused: set[MessageQueue] = set()
+        # Generations are unique per consumer, not per queue state: a queue lost and regained in a
+        # rebalance gets a new state whose generation no batch of the old state (still buffered) carries.
+        self._generations = itertools.count(1)
         self.rebalancer: Rebalancer | None = None
         self.offset_store: OffsetStore | None = None
         self.started = False
@@ -252,7 +256,7 @@ class LitePullConsumer:
             await self._on_queue_added(mq, ProcessQueue(self.clock), max(offset, 0))
 
     async def _on_queue_added(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
-        state = _QueueState(pq, offset, offset, paused=mq in self._paused)
+        state = _QueueState(pq, offset, offset, generation=next(self._generations), paused=mq in self._paused)
         self._queues[mq] = state
         self._start_task(mq, state)
 
@@ -299,7 +303,7 @@ class LitePullConsumer:
 
     def _rewind(self, state: _QueueState) -> None:
         # A new generation makes in-flight pulls and buffered batches of the old one void.
-        state.generation += 1
+        state.generation = next(self._generations)
         state.pq.clear()
         if state.consume_offset >= 0:
             state.pull_offset = state.consume_offset
@@ -415,7 +419,9 @@ class LitePullConsumer:
             return msgs
 
     async def _pull_loop(self, mq: MessageQueue, state: _QueueState) -> None:
-        instance = self._instance()
+        instance = self.instance
+        if not self.started or instance is None:
+            return  # added by a rebalance round that was still running when shutdown() began
         assert self._buffer is not None
         pq = state.pq
         broker_id = 0
