@@ -165,6 +165,7 @@ class BrokerApp:
         self.started_ms = self.clock.now_ms()
         from orbitmq.broker.services.housekeeping import (
             client_housekeeping_loop,
+            commit_loop,
             persist_loop,
             retention_loop,
         )
@@ -173,6 +174,8 @@ class BrokerApp:
         self._spawn(persist_loop(self), "persist")
         self._spawn(retention_loop(self), "retention")
         self._spawn(client_housekeeping_loop(self), "client housekeeping")
+        if self._store.transient_store_pool_active:
+            self._spawn(commit_loop(self), "commit")
         if self.config.is_slave:
             self._spawn(self.replication.slave_sync_loop(), "slave sync")
         else:

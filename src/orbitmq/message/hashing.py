@@ -14,16 +14,38 @@ import sys
 import zlib
 from array import array
 from functools import lru_cache
+from operator import mul
 from typing import Final
 
 _MASK32: Final = 0xFFFFFFFF
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 
 
+_SHORT = 8  # up to this many units the plain loop is faster than setting up the dot product
+_MAX_CACHED = 1024
+# _POWERS[n] = (31**(n-1), ..., 31, 1) mod 2**32: hash(units) = sum(u * p) mod 2**32. Built per length
+# on first use (importing must stay cheap: it is on every process's start-up path).
+_POWERS: dict[int, tuple[int, ...]] = {}
+
+
+def hash_powers(n: int) -> tuple[int, ...]:
+    """(31**(n-1), ..., 31, 1) mod 2**32: the Java hash of n units is sum(unit * power) mod 2**32."""
+    powers = _POWERS.get(n)
+    if powers is None:
+        powers = _POWERS[n] = tuple(pow(31, e, 1 << 32) for e in range(n - 1, -1, -1))
+    return powers
+
+
 def _java_hash_units(units: bytes | array[int]) -> int:
-    h = 0
-    for unit in units:
-        h = (31 * h + unit) & _MASK32
+    n = len(units)
+    if n <= _SHORT or n > _MAX_CACHED:
+        h = 0
+        for unit in units:
+            h = (31 * h + unit) & _MASK32
+    else:
+        # One C-level pass (map + sum) instead of a Python loop per unit: UNIQ_KEY (32 units, new for
+        # every message) is hashed on every indexed append and on every recovered record.
+        h = sum(map(mul, units, _POWERS.get(n) or hash_powers(n))) & _MASK32
     return h - 0x100000000 if h & 0x80000000 else h
 
 

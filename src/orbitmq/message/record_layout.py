@@ -146,7 +146,50 @@ def pack_record_into(
     properties: bytes,
     body_crc: int | None = None,
 ) -> int:
-    """Write one record at `buf[pos:]`; return its size (bytes written).
+    """Write one record at `buf[pos:]`; return its size (bytes written). See `pack_record_at`."""
+    return pack_record_at(
+        buf,
+        pos,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset,
+        body,
+        topic,
+        properties,
+        body_crc,
+    )
+
+
+def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message append path
+    buf: WritableBuffer,
+    pos: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: Buffer,
+    topic: bytes,
+    properties: bytes,
+    body_crc: int | None = None,
+) -> int:
+    """`pack_record_into` with positional arguments (the commit log's per-message append: a call with
+    sixteen keyword arguments costs more than the checks below). Write one record at `buf[pos:]`; return
+    its size (bytes written).
 
     The IPv6 bits of `sys_flag` are set from the host field sizes (8 or 20 bytes, see `pack_host`), so the
     stored SYSFLAG always describes the stored layout. `body_crc` is computed when None. Raises

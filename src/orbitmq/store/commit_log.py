@@ -6,6 +6,8 @@ fit, then one `pack_record_into` straight into the mapped segment (the body is c
 request bytes into the page cache). A batch is placed whole in one segment.
 
 The caller (MessageStore) dispatches the returned DispatchRequests right after the append.
+With the transient store pool active (`committer` set, see commit.py) records are packed into a pool
+buffer instead of the mapped segment, and the caller dispatches them only once committed.
 Reads return zero-copy memoryviews of the mapped segments. This module knows nothing of consume queues.
 """
 
@@ -23,10 +25,14 @@ from orbitmq.message.record_layout import (
     BLANK_RECORD_SIZE,
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
+    MIN_RECORD_SIZE,
+    V6_EXTRA,
     pack_blank_into,
+    pack_record_at,
     pack_record_into,
     record_size,
 )
+from orbitmq.store.commit import BufferedSegment, CommitService
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.dispatch import DispatchRequest
 from orbitmq.store.mapped_file import MappedFile
@@ -64,6 +70,8 @@ class CommitLog:
         self.put_lock = threading.Lock()
         self.last_store_timestamp = 0
         self.confirm_offset = -1
+        # Set by MessageStore when the transient store pool is active: appends go to its buffers.
+        self.committer: CommitService | None = None
         levels = config.delay_levels_ms()
         self.delay_levels_ms = [levels[i] for i in sorted(levels)]
 
@@ -109,14 +117,16 @@ class CommitLog:
             )
         return None
 
-    def _segment_for(self, size: int, now: int) -> MappedFile:
+    def _segment_for(self, size: int, now: int) -> MappedFile | BufferedSegment:
         """The segment with room for `size` bytes plus the 8-byte minimum blank (rolling if needed)."""
         try:
             return self._roll_if_needed(size, now)
         except (OSError, StoreError) as exc:
             raise SegmentCreateError(str(exc)) from exc
 
-    def _roll_if_needed(self, size: int, now: int) -> MappedFile:
+    def _roll_if_needed(self, size: int, now: int) -> MappedFile | BufferedSegment:
+        if self.committer is not None:
+            return self.committer.segment_for(size, now)
         f = self.files.last_file_for_append(0)
         if f.file_size - f.wrote_position < size + BLANK_RECORD_SIZE:
             remaining = f.file_size - f.wrote_position
@@ -131,23 +141,31 @@ class CommitLog:
     def put(self, msg: StoreMessage) -> tuple[PutMessageResult, list[DispatchRequest]]:
         topic_bytes = msg.topic.encode()
         properties_bytes = msg.properties.encode()
-        bad = self._validate(topic_bytes, len(msg.body))
-        if bad is not None:
-            return bad, []
+        body_len = len(msg.body)
+        # The checks inline (one message, every time); the helpers build the error results.
+        if len(topic_bytes) > MAX_TOPIC_LENGTH or body_len > self.config.max_message_size:
+            bad = self._validate(topic_bytes, body_len)
+            if bad is not None:
+                return bad, []
         if len(properties_bytes) > MAX_PROPERTIES_LENGTH:
             return _illegal(
                 PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, f"properties size {len(properties_bytes)} > 32767"
             )
-        size = record_size(
-            len(msg.body),
-            len(topic_bytes),
-            len(properties_bytes),
-            len(msg.born_host) == _HOST_V6,
-            len(self.store_host) == _HOST_V6,
+        size = (
+            MIN_RECORD_SIZE
+            + body_len
+            + len(topic_bytes)
+            + len(properties_bytes)
+            + (V6_EXTRA if len(msg.born_host) == _HOST_V6 else 0)
+            + (V6_EXTRA if len(self.store_host) == _HOST_V6 else 0)
         )
-        bad = self._room_check(size)
-        if bad is not None:
-            return bad, []
+        if (
+            size > self.config.max_message_size + _MAX_RECORD_SLACK
+            or size + BLANK_RECORD_SIZE > self.file_size
+        ):
+            bad = self._room_check(size)
+            if bad is not None:
+                return bad, []
         props = decode_properties(msg.properties) if msg.properties else {}
         sys_flag = msg.sys_flag
         normal = not sys_flag & 0x4
@@ -158,23 +176,23 @@ class CommitLog:
             f = self._segment_for(size, now)
             pos = f.wrote_position
             physical_offset = f.file_from_offset + pos
-            pack_record_into(
+            pack_record_at(
                 f.mm,
                 pos,
-                queue_id=msg.queue_id,
-                flag=msg.flag,
-                queue_offset=queue_offset,
-                physical_offset=physical_offset,
-                sys_flag=sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_timestamp=now,
-                store_host=self.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-                body=msg.body,
-                topic=topic_bytes,
-                properties=properties_bytes,
+                msg.queue_id,
+                msg.flag,
+                queue_offset,
+                physical_offset,
+                sys_flag,
+                msg.born_timestamp,
+                msg.born_host,
+                now,
+                self.store_host,
+                msg.reconsume_times,
+                msg.prepared_transaction_offset,
+                msg.body,
+                topic_bytes,
+                properties_bytes,
             )
             f.wrote_position = pos + size
             f.store_timestamp = now

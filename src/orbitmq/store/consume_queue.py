@@ -41,7 +41,7 @@ class ConsumeQueue:
         self.file_size = file_size
         self.entries_per_file = file_size // CQ_ENTRY_SIZE
         self.directory = os.path.join(root_dir, topic, str(queue_id))
-        self.files = MappedFileQueue(self.directory, file_size)
+        self.files = MappedFileQueue(self.directory, file_size, defer_dir_sync=True)
         self.max_physic_offset = -1  # end (offset + size) of the last entry's record
         self.min_logic_offset = 0  # bytes
 

@@ -15,12 +15,23 @@ PREPARED/ROLLBACK transaction types get no CQ entry; ROLLBACK is not indexed (fa
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from orbitmq.message.record import scan_record
-from orbitmq.message.record_layout import BLANK_MAGIC, MESSAGE_MAGIC
+from orbitmq.message.hashing import tags_code as _tags_code
+from orbitmq.message.properties import DELAY, KEYS, TAGS, UNIQ_KEY
+from orbitmq.message.property_string import decode_properties
+from orbitmq.message.record import SCHEDULE_TOPIC, scan_record
+from orbitmq.message.record_layout import (
+    BLANK_MAGIC,
+    HEADER_SIZE_V4,
+    MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC,
+    SYSFLAG_POS,
+    fixed_struct,
+)
 from orbitmq.message.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.key_index import KeyIndex
@@ -29,6 +40,9 @@ from orbitmq.store.segment_queue import MappedFileQueue
 log = logging.getLogger(__name__)
 ArrivalListener = Callable[[str, int, int, int], None]
 _HEAD = struct.Struct(">iI")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 _SCAN_CHUNK = 512
 
 
@@ -45,9 +59,64 @@ class DispatchRequest(NamedTuple):
     uniq_key: str | None
 
 
-def _gets_cq_entry(sys_flag: int) -> bool:
-    # NOT (0x0) and COMMIT (0x8) only: bit 2 set means PREPARED (0x4) or ROLLBACK (0xC).
-    return not sys_flag & 0x4
+def dispatch_request_at(
+    mm: Buffer, pos: int, physical_offset: int, delay_levels_ms: Sequence[int]
+) -> DispatchRequest | None:
+    """The DispatchRequest of the message record at `pos` (None if it is not a complete, consistent one).
+
+    Exactly what `scan_record(..., check_crc=False)` derives for a "message" (the same layout checks,
+    tags code, SCHEDULE_TOPIC_XXXX delivery time, KEYS, UNIQ_KEY), without the intermediate record
+    object: recovery and slaves dispatch every record through here.
+    """
+    end = len(mm)
+    size, magic = _HEAD.unpack_from(mm, pos)
+    if magic != MESSAGE_MAGIC or pos + HEADER_SIZE_V4 > end:
+        return None
+    fixed = fixed_struct(_INT.unpack_from(mm, pos + SYSFLAG_POS)[0])
+    body_pos = pos + fixed.size
+    record_end = pos + size
+    if record_end > end or body_pos + 3 > record_end:
+        return None
+    fields = fixed.unpack_from(mm, pos)
+    body_len = fields[14]
+    topic_len_pos = body_pos + body_len
+    if body_len < 0 or topic_len_pos + 3 > record_end:
+        return None
+    topic_len = mm[topic_len_pos]
+    properties_len_pos = topic_len_pos + 1 + topic_len
+    if topic_len > MAX_TOPIC_LENGTH or properties_len_pos + 2 > record_end:
+        return None
+    properties_len = _SHORT.unpack_from(mm, properties_len_pos)[0]
+    if properties_len < 0 or properties_len_pos + 2 + properties_len != record_end:
+        return None
+    topic = str(mm[topic_len_pos + 1 : properties_len_pos], "utf-8", "replace")
+    properties = (
+        decode_properties(str(mm[properties_len_pos + 2 : record_end], "utf-8", "replace"))
+        if properties_len
+        else {}
+    )
+    store_timestamp = fields[10]
+    tags_code = _tags_code(properties.get(TAGS))
+    delay_text = properties.get(DELAY)
+    if delay_text is not None and delay_levels_ms and topic == SCHEDULE_TOPIC:
+        try:
+            delay_level = int(delay_text)
+        except ValueError:
+            delay_level = 0
+        if delay_level > 0:
+            tags_code = store_timestamp + delay_levels_ms[min(delay_level, len(delay_levels_ms)) - 1]
+    return DispatchRequest(
+        topic,
+        fields[3],
+        physical_offset,
+        size,
+        tags_code,
+        store_timestamp,
+        fields[5],
+        fields[7],
+        properties.get(KEYS),
+        properties.get(UNIQ_KEY),
+    )
 
 
 class Dispatcher:
@@ -91,6 +160,7 @@ class Dispatcher:
         key_index = self.key_index
         if key_index is not None:
             indexed_until = key_index.end_phy_offset if key_index.files else -1
+            items: list[tuple[str, list[str], int, int]] = []
             for r in requests:
                 if r.physical_offset <= indexed_until:
                     continue
@@ -102,7 +172,9 @@ class Dispatcher:
                 if r.keys:
                     keys += [k for k in r.keys.split(" ") if k]
                 if keys:
-                    key_index.put(r.topic, keys, r.physical_offset, r.store_timestamp)
+                    items.append((r.topic, keys, r.physical_offset, r.store_timestamp))
+            if items:
+                key_index.put_batch(items)
         last = requests[-1]
         end = last.physical_offset + last.size
         self.reput_offset = max(self.reput_offset, end)
@@ -193,29 +265,36 @@ class Dispatcher:
                 if magic == MESSAGE_MAGIC and size > 0 and pos + size > readable:
                     stop = True  # incomplete: the rest of the record has not arrived yet
                     break
-                r = scan_record(mm, pos, check_crc=check_crc, delay_levels_ms=delays)
-                if r.kind != "message":
+                if check_crc:
+                    r = scan_record(mm, pos, check_crc=True, delay_levels_ms=delays)
+                    request = (
+                        DispatchRequest(
+                            r.topic,
+                            r.queue_id,
+                            f.file_from_offset + pos,
+                            r.size,
+                            r.tags_code,
+                            r.store_timestamp,
+                            r.queue_offset,
+                            r.sys_flag,
+                            r.keys,
+                            r.uniq_key,
+                        )
+                        if r.kind == "message"
+                        else None
+                    )
+                else:
+                    request = dispatch_request_at(mm, pos, f.file_from_offset + pos, delays)
+                if request is None:
                     self._warn_invalid(f.file_from_offset + pos)
                     stop = True
                     break
-                batch.append(
-                    DispatchRequest(
-                        r.topic,
-                        r.queue_id,
-                        f.file_from_offset + pos,
-                        r.size,
-                        r.tags_code,
-                        r.store_timestamp,
-                        r.queue_offset,
-                        r.sys_flag,
-                        r.keys,
-                        r.uniq_key,
-                    )
-                )
-                if _gets_cq_entry(r.sys_flag):
-                    key = (r.topic, r.queue_id)
-                    if table.get(key, 0) <= r.queue_offset:
-                        table[key] = r.queue_offset + 1
+                batch.append(request)
+                # NOT (0x0) and COMMIT (0x8) get a CQ entry; bit 2 means PREPARED (0x4) or ROLLBACK (0xC).
+                if not request.sys_flag & 0x4:
+                    key = (request.topic, request.queue_id)
+                    if table.get(key, 0) <= request.queue_offset:
+                        table[key] = request.queue_offset + 1
                 pos += size
                 if len(batch) >= _SCAN_CHUNK:
                     self.dispatch(batch)

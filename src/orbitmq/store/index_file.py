@@ -132,6 +132,46 @@ class IndexFile:
         self.flushed = False
         return True
 
+    def put_hashes(self, entries: list[tuple[int, int, int]], start: int = 0) -> int:
+        """`put_hash` for each (key hash, commit log offset, store timestamp) of `entries[start:]`, in one
+        loop; returns the index of the first entry not written (len(entries) unless the file filled)."""
+        mm = self.mm
+        slot_struct = _SLOT
+        entry_pack = _ENTRY.pack_into
+        slot_num = self.hash_slot_num
+        entries_at = self._entries_at
+        index_num = self.index_num
+        index = self.index_count
+        n = len(entries)
+        i = start
+        while i < n and index < index_num:
+            key_hash, physical_offset, store_timestamp = entries[i]
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+            (old,) = slot_struct.unpack_from(mm, slot_pos)
+            if old <= 0 or old > index:
+                old = 0
+                self.hash_slot_count += 1
+            begin_timestamp = self.begin_timestamp
+            if begin_timestamp <= 0:
+                time_diff = 0
+            else:
+                time_diff = min(max((store_timestamp - begin_timestamp) // 1000, 0), _INT_MAX)
+            entry_pack(mm, entries_at + index * INDEX_ENTRY_SIZE, key_hash, physical_offset, time_diff, old)
+            slot_struct.pack_into(mm, slot_pos, index)
+            if index <= 1:
+                self.begin_phy_offset = physical_offset
+                self.begin_timestamp = store_timestamp
+            index += 1
+            self.end_phy_offset = physical_offset
+            self.end_timestamp = store_timestamp
+            i += 1
+        if i > start:
+            self.index_count = index
+            if index >= index_num:
+                self._write_header()
+            self.flushed = False
+        return i
+
     def time_matched(self, begin: int, end: int) -> bool:
         return (
             (begin <= self.begin_timestamp <= end)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from operator import mul
 
 from orbitmq.common.clock import Clock
-from orbitmq.message.hashing import java_string_hash
+from orbitmq.message.hashing import hash_powers, java_string_hash
 from orbitmq.store.index_file import IndexFile
 
 _MASK32 = 0xFFFFFFFF
-_POW31 = [pow(31, n, 1 << 32) for n in range(256)]
+_POW31 = [pow(31, n, 1 << 32) for n in range(257)]
 
 
 def prefix_hash(topic: str) -> int:
@@ -28,15 +29,42 @@ def prefix_hash(topic: str) -> int:
     return java_string_hash(topic + "#") & _MASK32
 
 
+# UNIQ_KEY is 32 hex digits whose first 16 (ip, pid, class-loader hash) are the same for every message of a
+# producer: their hash is cached, so only the 16 changing digits are hashed per message.
+_UNIQ_KEY_LENGTH = 32
+_UNIQ_HEAD = 16
+_POW31_TAIL = _POW31[_UNIQ_KEY_LENGTH - _UNIQ_HEAD]
+_TAIL_POWERS = hash_powers(_UNIQ_KEY_LENGTH - _UNIQ_HEAD)
+_head_hashes: dict[str, int] = {}
+
+
 def key_hash_with_prefix(prefix: int, key: str) -> int:
     """`index_key_hash(topic + "#" + key)` from the topic's `prefix_hash`, hashing only `key`.
 
     Java's hash is a polynomial in 31, so hash(a + b) = hash(a) * 31**len(b) + hash(b) (mod 2**32),
-    with lengths in UTF-16 units.
+    with lengths in UTF-16 units. ASCII keys (UNIQ_KEY, almost every KEYS token) are hashed here in one
+    C-level pass over their bytes; this runs for every key of every indexed message.
     """
-    units = len(key) if key.isascii() else len(key.encode("utf-16-le", "surrogatepass")) // 2
-    power = _POW31[units] if units < 256 else pow(31, units, 1 << 32)
-    h = (prefix * power + java_string_hash(key)) & _MASK32
+    n = len(key)
+    if key.isascii() and n <= 256:
+        if n == _UNIQ_KEY_LENGTH:
+            head = key[:_UNIQ_HEAD]
+            head_hash = _head_hashes.get(head)
+            if head_hash is None:
+                if len(_head_hashes) >= 1024:
+                    _head_hashes.clear()
+                head_hash = _head_hashes[head] = java_string_hash(head) & _MASK32
+            h = (
+                prefix * _POW31[n]
+                + head_hash * _POW31_TAIL
+                + sum(map(mul, key[_UNIQ_HEAD:].encode(), _TAIL_POWERS))
+            ) & _MASK32
+        else:
+            h = (prefix * _POW31[n] + sum(map(mul, key.encode(), hash_powers(n)))) & _MASK32
+    else:
+        units = n if key.isascii() else len(key.encode("utf-16-le", "surrogatepass")) // 2
+        power = _POW31[units] if units < 256 else pow(31, units, 1 << 32)
+        h = (prefix * power + java_string_hash(key)) & _MASK32
     if h & 0x80000000:
         h -= 0x100000000
     return 0 if h == -0x80000000 else abs(h)
@@ -123,9 +151,10 @@ class KeyIndex:
             if len(self._prefixes) > 10000:
                 self._prefixes.clear()
             prefix = self._prefixes[topic] = prefix_hash(topic)
+        files = self.files
+        last = files[-1] if files else None
         for key in keys:
-            last = self.files[-1] if self.files else None
-            if last is None or last.is_full:
+            if last is None or last.index_count >= last.index_num:  # none yet, or full
                 new = self._new_file()
                 with self._lock:
                     if last is not None:
@@ -133,6 +162,31 @@ class KeyIndex:
                     self.files.append(new)
                 last = new
             last.put_hash(key_hash_with_prefix(prefix, key), physical_offset, store_timestamp)
+
+    def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
+        """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
+        one `IndexFile.put_hashes` per file instead of one call per key (recovery, batches, slaves)."""
+        prefixes = self._prefixes
+        entries: list[tuple[int, int, int]] = []
+        for topic, keys, physical_offset, store_timestamp in items:
+            prefix = prefixes.get(topic)
+            if prefix is None:
+                if len(prefixes) > 10000:
+                    prefixes.clear()
+                prefix = prefixes[topic] = prefix_hash(topic)
+            for key in keys:
+                entries.append((key_hash_with_prefix(prefix, key), physical_offset, store_timestamp))
+        done = 0
+        while done < len(entries):
+            last = self.files[-1] if self.files else None
+            if last is None or last.index_count >= last.index_num:
+                new = self._new_file()
+                with self._lock:
+                    if last is not None:
+                        self._full_unflushed.append(last)
+                    self.files.append(new)
+                last = new
+            done = last.put_hashes(entries, done)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:

@@ -6,6 +6,13 @@ by one write lock (append + dispatch together, so consume queues stay in log ord
 dispatched to the consume queues and the index inline, in the same call, so a pull right after a put
 sees the message and arrival listeners fire before `put_message` returns.
 
+Transient store pool (`transientStorePoolEnable`, only with ASYNC_FLUSH on a non-SLAVE broker): appends
+go into an off-file buffer and become visible -- to reads, the HA master, the flusher, and the consume
+queues/index, which are dispatched then -- only when `commit()` copies them into the segment file. The
+broker calls `commit()` from its event loop every `commitIntervalCommitLog` ms (the loop, not the flusher
+thread: dispatch writes consume queues and fires arrival listeners, which belong to the single writer).
+`shutdown()` commits everything; `abort()` loses what was not committed, as a crash does.
+
 Files (fact sheet 6.1): `commitlog/`, `consumequeue/<topic>/<queue>/`, `index/`, `checkpoint`, `abort`
 (present while running; its presence at load means the last exit was a crash) and `lock` (exclusive
 fcntl lock on byte 0, content "lock", as RocketMQ holds it).
@@ -27,6 +34,7 @@ from orbitmq.message.hosts import pack_host
 from orbitmq.message.model import MessageExt
 from orbitmq.message.record_decode import decode_record
 from orbitmq.store.checkpoint import StoreCheckpoint
+from orbitmq.store.commit import CommitService
 from orbitmq.store.commit_log import CommitLog, SegmentCreateError
 from orbitmq.store.config import SLAVE, StoreConfig
 from orbitmq.store.consume_queue import CQ_ENTRY
@@ -45,6 +53,7 @@ from orbitmq.store.results import (
 from orbitmq.store.retention import CleanResult, DiskUsage, Retention, disk_usage_ratio
 from orbitmq.store.stats import StoreStats
 from orbitmq.store.store_message import StoreBatch, StoreMessage
+from orbitmq.store.transient_pool import TransientStorePool, activation
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +94,22 @@ class MessageStore:
             config, clock, self.commit_log, self.queues, self.key_index, disk_usage=disk_usage
         )
         self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
+        # The transient store pool: whether appends go through write buffers and a commit step.
+        self.committer: CommitService | None = None
+        pool_active, ignored_because = activation(config)
+        self.transient_store_pool_active = pool_active
+        if pool_active:
+            pool = TransientStorePool(config.transient_store_pool_size, config.mapped_file_size_commit_log)
+            self.committer = CommitService(config, self.commit_log.files, pool, clock)
+            self.commit_log.committer = self.committer
+            log.info(
+                "transient store pool active: %d buffers of %d bytes, commit every %d ms",
+                config.transient_store_pool_size,
+                config.mapped_file_size_commit_log,
+                config.commit_interval_commit_log,
+            )
+        elif ignored_because:
+            log.warning("transientStorePoolEnable=true is ignored: %s", ignored_because)
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: FlushService | None = None
         self._lock_fd: int | None = None
@@ -122,10 +147,12 @@ class MessageStore:
             self.commit_log.last_store_timestamp = max(
                 self.commit_log.last_store_timestamp, self.checkpoint.physic_msg_timestamp
             )
+            if self.committer is not None:
+                self.committer.committed_store_timestamp = self.commit_log.last_store_timestamp
             self.flusher = FlushService(
                 config=config,
                 commit_log_files=self.commit_log.files,
-                last_store_timestamp=lambda: self.commit_log.last_store_timestamp,
+                last_store_timestamp=self._flushable_store_timestamp,
                 queues=self.queues,
                 key_index=self.key_index,
                 checkpoint=self.checkpoint,
@@ -158,6 +185,8 @@ class MessageStore:
             return
         self._shutdown = True
         self._running = False
+        if self.committer is not None:
+            self.commit(thorough=True)
         flusher = self.flusher
         if flusher is not None:
             flusher.stop()
@@ -165,6 +194,8 @@ class MessageStore:
             flusher.flush_consume_queues(0)
         caught_up = self.dispatcher.reput_offset >= self.commit_log.max_offset
         self._close_files()
+        if self.committer is not None:
+            self.committer.close()
         if caught_up:
             try:
                 os.unlink(self.config.abort_path)
@@ -183,6 +214,8 @@ class MessageStore:
         if self.flusher is not None:
             self.flusher.stop(final_flush=False)
         self._close_files()
+        if self.committer is not None:
+            self.committer.close()  # the uncommitted bytes are lost, as in a crash
         self._release_lock()
 
     def _close_files(self) -> None:
@@ -267,12 +300,37 @@ class MessageStore:
     def _after_put(self, result: PutMessageResult, requests: list[DispatchRequest]) -> PutMessageResult:
         stats = self.stats
         if result.ok:
-            self.dispatcher.dispatch(requests)
+            committer = self.committer
+            if committer is None:
+                self.dispatcher.dispatch(requests)
+            else:
+                # Dispatched at commit; a segment roll in this put may have committed earlier records.
+                committer.defer(requests)
+                self.dispatcher.dispatch(committer.take_committed())
             stats.put_message_times_total += result.msg_num
             stats.put_message_size_total += result.wrote_bytes
         else:
             stats.put_message_failed_times += 1
         return result
+
+    def commit(self, *, thorough: bool = False) -> int:
+        """Transient store pool: one commit round (CommitRealTimeService) -- copy the buffered bytes to
+        the segment file when at least `commitCommitLogLeastPages` pages are pending, or all of them when
+        `commitCommitLogThoroughInterval` ms passed (or `thorough`), then dispatch the committed records.
+        Returns the bytes committed (always 0 without the pool). Call it from the writer's thread."""
+        committer = self.committer
+        if committer is None or not self._loaded:
+            return 0
+        with self._write_lock, self.commit_log.put_lock:
+            committed = committer.commit_round(thorough=thorough)
+            self.dispatcher.dispatch(committer.take_committed())
+        return committed
+
+    def _flushable_store_timestamp(self) -> int:
+        # The checkpoint's physic timestamp may only name committed (hence flushable) records.
+        if self.committer is not None:
+            return self.committer.committed_store_timestamp
+        return self.commit_log.last_store_timestamp
 
     def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
         """Group commit: `callback(True)` from the flusher thread once the log is flushed to `end_offset`,
@@ -430,7 +488,9 @@ class MessageStore:
                 "remainHowManyDataToFlush": str(self.commit_log.files.remaining_to_flush),
                 "dispatchBehindBytes": str(self.dispatch_behind_bytes),
                 "earliestMessageTimeStamp": str(self.get_earliest_store_time()),
-                "remainTransientStoreBufferNumbs": "0",
+                "remainTransientStoreBufferNumbs": (
+                    str(self.committer.pool.available) if self.committer is not None else "0"
+                ),
                 "pageCacheLockTimeMills": "0",
                 "putMessageEntireTimeMax": "0",
             }
@@ -465,6 +525,8 @@ class MessageStore:
     def truncate_commit_log(self, offset: int) -> None:
         """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
         with self._write_lock, self.commit_log.put_lock:
+            if self.committer is not None:
+                self.committer.discard()
             self.commit_log.files.truncate_dirty_files(offset)
             for cq in self.queues.snapshot():
                 cq.truncate_dirty_logic_files(offset)

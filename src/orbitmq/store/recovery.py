@@ -27,8 +27,12 @@ import zlib
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.record_layout import (
     BLANK_MAGIC,
+    HEADER_SIZE_V4,
+    MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC,
+    SYSFLAG_POS,
     RecordHeader,
+    header_size,
     store_timestamp_pos,
     unpack_record_header,
 )
@@ -71,6 +75,64 @@ def _check_record(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) ->
     return header
 
 
+_SIZE_MAGIC = struct.Struct(">iI")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+# Bytes before BODY by the IPv6 bits of SYSFLAG ((sys_flag >> 4) & 3); BODYLENGTH is the last 4 of them.
+_FIXED_SIZES = tuple(header_size(flags << 4) for flags in range(4))
+_TORN = -3
+
+
+def _scan_segment(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) -> tuple[int, int]:
+    """Check records from `pos` on; returns (where the valid records end, BLANK | INVALID | _TORN).
+
+    The same checks as `_check_record` (magic, lengths adding up to TOTALSIZE, body CRC) in one loop
+    without building a header per record: recovery only needs to know where the log ends. The torn-tail
+    check runs where the next bytes are not a record (normally once, at the end of the log).
+    """
+    end = len(mm)
+    size_magic = _SIZE_MAGIC.unpack_from
+    int_at = _INT.unpack_from
+    short_at = _SHORT.unpack_from
+    crc32 = zlib.crc32
+    fixed_sizes = _FIXED_SIZES
+    while True:
+        if pos + 8 > end:
+            return pos, INVALID
+        size, magic = size_magic(mm, pos)
+        if magic != MESSAGE_MAGIC:
+            return pos, (BLANK if magic == BLANK_MAGIC else INVALID)
+        if pos + HEADER_SIZE_V4 > end:
+            return pos, INVALID
+        body_pos = pos + fixed_sizes[(int_at(mm, pos + SYSFLAG_POS)[0] >> 4) & 0x3]
+        if body_pos > end:
+            return pos, INVALID
+        body_len = int_at(mm, body_pos - 4)[0]
+        record_end = pos + size
+        topic_len_pos = body_pos + body_len
+        if body_len < 0 or record_end > end or topic_len_pos + 3 > record_end:
+            return pos, INVALID
+        topic_len = mm[topic_len_pos]
+        properties_len_pos = topic_len_pos + 1 + topic_len
+        if (
+            topic_len > MAX_TOPIC_LENGTH
+            or properties_len_pos + 2 > record_end
+            or properties_len_pos + 2 + short_at(mm, properties_len_pos)[0] != record_end
+        ):
+            return pos, INVALID
+        if check_crc and crc32(view[body_pos:topic_len_pos]) & 0x7FFFFFFF != int_at(mm, pos + 8)[0]:
+            return pos, INVALID
+        if record_end + 8 > end or size_magic(mm, record_end)[1] not in (MESSAGE_MAGIC, BLANK_MAGIC):
+            r = _check_record(mm, view, pos, False)
+            if (
+                isinstance(r, RecordHeader)
+                and _torn_text(mm, r)
+                and isinstance(_check_record(mm, view, record_end, False), int)
+            ):
+                return pos, _TORN
+        pos = record_end
+
+
 def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool) -> int:
     """The offset just past the last valid record, scanning from segment `start_index`."""
     segments = files.files
@@ -82,25 +144,13 @@ def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool)
         mm = f.mm
         view = memoryview(mm)
         try:
-            pos = 0
-            while True:
-                r = _check_record(mm, view, pos, check_crc)
-                if isinstance(r, RecordHeader):
-                    if (
-                        _next_is_not_a_record(mm, r.end)
-                        and _torn_text(mm, r)
-                        and isinstance(_check_record(mm, view, r.end, False), int)
-                    ):
-                        return f.file_from_offset + pos
-                    pos = r.end
-                    continue
-                break
+            pos, what = _scan_segment(mm, view, 0, check_crc)
         finally:
             view.release()  # an exported view would keep the mmap from being closed
-        if r == BLANK and index + 1 < len(segments):
+        if what == BLANK and index + 1 < len(segments):
             index += 1
             continue
-        if r == BLANK:
+        if what == BLANK:
             # The blank closes the last segment: the log continues at the next (not yet created) one.
             return f.file_tail_offset
         return f.file_from_offset + pos

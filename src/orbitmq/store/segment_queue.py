@@ -26,12 +26,23 @@ log = logging.getLogger(__name__)
 
 class MappedFileQueue:
     def __init__(
-        self, directory: str, file_size: int, *, preallocate: bool = False, reserve_blocks: bool = False
+        self,
+        directory: str,
+        file_size: int,
+        *,
+        preallocate: bool = False,
+        reserve_blocks: bool = False,
+        defer_dir_sync: bool = False,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.preallocate = preallocate
         self.reserve_blocks = reserve_blocks
+        # defer_dir_sync: a created segment's directory entry is made durable by the next flush (on the
+        # flusher thread, before any of the segment's data counts as flushed) instead of at creation,
+        # which for consume queues is on the broker's event loop, once per new queue.
+        self.defer_dir_sync = defer_dir_sync
+        self._dir_unsynced = False
         # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
         # one consistent pair with a single attribute read while the writer or retention replaces it.
         self._snap: tuple[list[int], list[MappedFile]] = ([], [])
@@ -128,7 +139,10 @@ class MappedFileQueue:
             f.set_positions(0)
             return f
         f = MappedFile(path, self.file_size, create=True, reserve_blocks=self.reserve_blocks)
-        fsync_directory(self.directory)
+        if self.defer_dir_sync:
+            self._dir_unsynced = True
+        else:
+            fsync_directory(self.directory)
         return f
 
     def last_file_for_append(self, start_offset: int = 0) -> MappedFile:
@@ -143,6 +157,9 @@ class MappedFileQueue:
     # ---- flushing -------------------------------------------------------------------------------
     def flush(self, least_pages: int = 0) -> bool:
         """Flush the segment holding `flushed_where` (and move on); True if nothing was left to flush."""
+        if self._dir_unsynced:
+            self._dir_unsynced = False  # cleared first: a segment created meanwhile sets it again
+            fsync_directory(self.directory)
         f = self.find(self.flushed_where)
         if f is None:
             f = self.first_file() if self.flushed_where < self.min_offset else None

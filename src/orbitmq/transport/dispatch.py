@@ -9,6 +9,11 @@ Rules (NettyRemotingAbstract.processRequestCommand, fact sheet 1.7):
 - oneway requests never get any answer, not even an error.
 Every answer is made with `response_to(request)`, so it carries the request's opaque and serialize type.
 
+Processors run inline: the coroutine is started right in the connection's receive callback, and one that
+finishes without suspending (a send to an ASYNC_FLUSH store, a pull that finds messages) is answered at
+once, without an asyncio Task per request (creating, scheduling and completing a Task cost more than
+many processors). Only a processor that suspends (a SYNC_FLUSH wait, drain) continues in a Task.
+
 This module must not know what any request code means.
 """
 
@@ -16,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
+from typing import Any
 
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -67,7 +74,7 @@ class Dispatcher:
         return route.pending if route is not None else 0
 
     def handle(self, conn: Connection, request: RemotingCommand) -> None:
-        """Connection callback: answer errors at once, run processors in their own tasks."""
+        """Connection callback: answer errors at once, run processors inline (a Task only if they wait)."""
         route = self._routes.get(request.code, self._default)
         if route is None:
             log.debug(
@@ -85,24 +92,68 @@ class Dispatcher:
                 conn.send(busy.response_to(request))
             return
         route.pending += 1
-        task = asyncio.get_running_loop().create_task(self._run(route, conn, request))
+        try:
+            awaitable = route.processor(conn, request)
+            if not isinstance(awaitable, Coroutine):
+                self._start_task(self._run(route, conn, request, awaitable))
+                return
+            yielded = awaitable.send(None)
+        except StopIteration as stop:
+            route.pending -= 1
+            self._answer(conn, request, stop.value)
+            return
+        except Exception as exc:
+            route.pending -= 1
+            self._answer(conn, request, self._failure(request, exc))
+            return
+        except BaseException:
+            route.pending -= 1
+            raise
+        # The processor is waiting for something: the rest of it runs in a Task.
+        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded)))
+
+    def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, route: _Route, conn: Connection, request: RemotingCommand) -> None:
+    def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
+        log.warning(
+            "%s: processor for code %d failed: %s",
+            self.name,
+            request.code,
+            exception_text(exc),
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
+        return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
+
+    def _answer(self, conn: Connection, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is None or request.is_oneway or conn.closed:
+            return
+        response.response_to(request)
+        if conn.writing_paused:
+            self._start_task(self._send_after_drain(conn, response))
+            return
+        conn.send(response)
+
+    @staticmethod
+    async def _send_after_drain(conn: Connection, response: RemotingCommand) -> None:
+        await conn.drain()
+        conn.send(response)
+
+    async def _run(
+        self,
+        route: _Route,
+        conn: Connection,
+        request: RemotingCommand,
+        awaitable: Awaitable[RemotingCommand | None],
+    ) -> None:
         try:
-            response = await route.processor(conn, request)
+            response = await awaitable
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning(
-                "%s: processor for code %d failed: %s",
-                self.name,
-                request.code,
-                exception_text(exc),
-                exc_info=log.isEnabledFor(logging.DEBUG),
-            )
-            response = RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
+            response = self._failure(request, exc)
         finally:
             route.pending -= 1
         if response is None or request.is_oneway or conn.closed:
@@ -119,3 +170,33 @@ class Dispatcher:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@types.coroutine
+def _resume(
+    coro: Coroutine[Any, Any, RemotingCommand | None], yielded: Any
+) -> Generator[Any, Any, RemotingCommand | None]:
+    """Continue a coroutine that was started by hand and suspended yielding `yielded`.
+
+    Awaited by a Task, this passes what the coroutine yields up to the Task (the future it waits for)
+    and what the Task sends or throws (results, CancelledError) down, as `await` itself would.
+    """
+    value = yielded
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                value = coro.throw(exc)
+            except StopIteration as stop:
+                result: RemotingCommand | None = stop.value
+                return result
+        else:
+            try:
+                value = coro.send(sent)
+            except StopIteration as stop:
+                result = stop.value
+                return result

@@ -5,20 +5,29 @@ nothing (PULL_NOT_FOUND) with FLAG_SUSPEND is held by the PullRequestHoldService
 `answer_held_pull` (re-processed once, without suspend permission and without committing again).
 FOUND responses carry the store's memoryviews as `body_parts`: the records are never copied here.
 Every response carries suggestWhichBrokerId, nextBeginOffset, minOffset and maxOffset.
+A master answering PULL_OFFSET_MOVED also stores an OffsetMovedEvent (JSON) in topic OFFSET_MOVED_EVENT,
+tagged and keyed by the consumer group, so tools can see which consumers lost messages to retention.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import orjson
 
 from orbitmq.broker.client_registry import Subscription, parse_subscription
 from orbitmq.broker.long_polling import HeldPull
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded
-from orbitmq.broker.topics import is_readable
+from orbitmq.broker.topics import OFFSET_MOVED_EVENT, is_readable
+from orbitmq.message import properties as P
 from orbitmq.message.hashing import java_string_hash
+from orbitmq.message.hosts import pack_address
+from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.store.store_message import StoreMessage
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
@@ -28,6 +37,8 @@ if TYPE_CHECKING:
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+
+log = logging.getLogger("orbitmq.broker")
 
 
 def register(server: RemotingServer, app: BrokerApp) -> None:
@@ -158,6 +169,10 @@ def process_pull(
         code = ResponseCode.PULL_RETRY_IMMEDIATELY
         next_offset = queue_offset
         suggest = group_cfg.broker_id
+    elif code == ResponseCode.PULL_OFFSET_MOVED:
+        _store_offset_moved_event(
+            app, group, topic, queue_id, offset_request=queue_offset, offset_new=next_offset
+        )
 
     if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not config.is_slave and commit_offset >= 0:
         app.offsets.commit_offset(group, topic, queue_id, commit_offset)
@@ -188,6 +203,59 @@ def process_pull(
     if code == ResponseCode.SUCCESS:
         response.body_parts = list(result.buffers)
     return response
+
+
+def offset_moved_event_body(
+    group: str, topic: str, broker_name: str, queue_id: int, *, offset_request: int, offset_new: int
+) -> bytes:
+    """OffsetMovedEvent as RocketMQ's fastjson writes it (keys sorted, messageQueue nested)."""
+    return orjson.dumps(
+        {
+            "consumerGroup": group,
+            "messageQueue": {"brokerName": broker_name, "queueId": queue_id, "topic": topic},
+            "offsetNew": offset_new,
+            "offsetRequest": offset_request,
+        }
+    )
+
+
+def _store_offset_moved_event(
+    app: BrokerApp, group: str, topic: str, queue_id: int, *, offset_request: int, offset_new: int
+) -> None:
+    body = offset_moved_event_body(
+        group,
+        topic,
+        app.config.broker_name,
+        queue_id,
+        offset_request=offset_request,
+        offset_new=offset_new,
+    )
+    try:
+        result = app.store.put_message(
+            StoreMessage(
+                topic=OFFSET_MOVED_EVENT,
+                queue_id=0,
+                flag=0,
+                body=body,
+                properties=encode_properties({P.TAGS: group, P.KEYS: group}),
+                sys_flag=0,
+                born_timestamp=app.clock.now_ms(),
+                born_host=pack_address(app.broker_addr),
+            )
+        )
+    except Exception:  # the pull is answered regardless: the event is informational
+        log.exception("storing the offset moved event failed")
+        return
+    if not result.ok:
+        log.warning("storing the offset moved event failed: %s", result.status.name)
+    log.warning(
+        "PULL_OFFSET_MOVED: group=%s topic=%s queue=%d requested=%d new=%d",
+        group,
+        topic,
+        queue_id,
+        offset_request,
+        offset_new,
+    )
 
 
 def _subscription(

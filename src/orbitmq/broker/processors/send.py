@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from typing import TYPE_CHECKING
 
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
@@ -37,7 +38,7 @@ from orbitmq.message.sysflag import (
     TRANSACTION_NOT_TYPE,
     transaction_type,
 )
-from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.store.results import PutMessageResult
 from orbitmq.store.store_message import StoreBatch, StoreMessage
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from orbitmq.transport.server import RemotingServer
 
 V3_4_9 = 121
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 TOPIC_NOT_EXIST_HELP = "http://rocketmq.apache.org/docs/faq/"
 
 # Header V2 short name -> V1 long name (fact sheet 3.1).
@@ -90,6 +93,103 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
         text = "\x02".join(kept)
     cluster_entry = P.CLUSTER + "\x01" + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
+
+
+_SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
+
+
+def _send_header(ext: dict[str, str], n: dict[str, str]) -> _SendHeader:
+    """The send header through `Fields`: every check, with RocketMQ's error remarks."""
+    f = Fields(ext)
+    producer_group = f.req_str(n["producerGroup"])
+    topic = f.req_str(n["topic"])
+    default_topic = f.req_str(n["defaultTopic"])
+    default_queue_nums = f.req_int(n["defaultTopicQueueNums"])
+    queue_id = f.req_int(n["queueId"])
+    sys_flag = f.req_int(n["sysFlag"])
+    born_timestamp = f.req_long(n["bornTimestamp"])
+    flag = f.req_int(n["flag"])
+    properties_text = f.opt_str(n["properties"]) or ""
+    reconsume_times = f.opt_int(n["reconsumeTimes"], 0)
+    max_name = n["maxReconsumeTimes"]
+    max_reconsume_times = f.opt_int(max_name, -1) if max_name in ext else None
+    batch = f.opt_bool(n["batch"], False)  # the flag, not the request code, picks the batch path
+    return (
+        producer_group,
+        topic,
+        default_topic,
+        default_queue_nums,
+        queue_id,
+        sys_flag,
+        born_timestamp,
+        flag,
+        properties_text,
+        reconsume_times,
+        max_reconsume_times,
+        batch,
+    )
+
+
+def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
+    """The V2 header of a well-formed request in one pass; None if anything is missing, "null", not a
+    number, out of range or an odd boolean, so that `_send_header` answers it with the exact remark."""
+    get = ext.get
+    producer_group = get("a")
+    topic = get("b")
+    default_topic = get("c")
+    properties_text = get("i")
+    reconsume = get("j")
+    batch_text = get("m")
+    if (
+        producer_group is None
+        or topic is None
+        or default_topic is None
+        or producer_group == "null"
+        or topic == "null"
+        or default_topic == "null"
+        or properties_text == "null"
+        or reconsume == "null"
+        or "l" in ext
+    ):
+        return None
+    try:
+        default_queue_nums = int(ext["d"])
+        queue_id = int(ext["e"])
+        sys_flag = int(ext["f"])
+        born_timestamp = int(ext["g"])
+        flag = int(ext["h"])
+        reconsume_times = 0 if reconsume is None else int(reconsume)
+    except (KeyError, ValueError):
+        return None
+    if not (
+        _INT_MIN <= default_queue_nums <= _INT_MAX
+        and _INT_MIN <= queue_id <= _INT_MAX
+        and _INT_MIN <= sys_flag <= _INT_MAX
+        and _INT_MIN <= flag <= _INT_MAX
+        and _INT_MIN <= reconsume_times <= _INT_MAX
+        and _LONG_MIN <= born_timestamp <= _LONG_MAX
+    ):
+        return None
+    if batch_text is None or batch_text == "false":
+        batch = False
+    elif batch_text == "true":
+        batch = True
+    else:
+        return None
+    return (
+        producer_group,
+        topic,
+        default_topic,
+        default_queue_nums,
+        queue_id,
+        sys_flag,
+        born_timestamp,
+        flag,
+        properties_text or "",
+        reconsume_times,
+        None,
+        batch,
+    )
 
 
 def _born_host(conn: Connection) -> bytes:
@@ -146,27 +246,34 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
 class SendProcessor:
     def __init__(self, app: BrokerApp) -> None:
         self.app = app
+        # Group-commit outcomes handed over by the flusher thread, resolved on the loop in one callback
+        # per flush round (not one cross-thread wake-up per waiting message).
+        self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
+        self._flushed_lock = threading.Lock()
 
     # ---------------------------------------------------------------------------------- send
     async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         app = self.app
         ext = request.ext_fields
         # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
-        n = V2_NAMES if request.code != RequestCode.SEND_MESSAGE and "b" in ext else V1_NAMES
-        f = Fields(ext)
-        producer_group = f.req_str(n["producerGroup"])
-        topic = f.req_str(n["topic"])
-        default_topic = f.req_str(n["defaultTopic"])
-        default_queue_nums = f.req_int(n["defaultTopicQueueNums"])
-        queue_id = f.req_int(n["queueId"])
-        sys_flag = f.req_int(n["sysFlag"])
-        born_timestamp = f.req_long(n["bornTimestamp"])
-        flag = f.req_int(n["flag"])
-        properties_text = f.opt_str(n["properties"]) or ""
-        reconsume_times = f.opt_int(n["reconsumeTimes"], 0)
-        max_name = n["maxReconsumeTimes"]
-        max_reconsume_times = f.opt_int(max_name, -1) if max_name in ext else None
-        batch = f.opt_bool(n["batch"], False)  # the flag, not the request code, picks the batch path
+        v2 = request.code != RequestCode.SEND_MESSAGE and "b" in ext
+        header = _fast_v2_header(ext) if v2 else None
+        if header is None:
+            header = _send_header(ext, V2_NAMES if v2 else V1_NAMES)
+        (
+            producer_group,
+            topic,
+            default_topic,
+            default_queue_nums,
+            queue_id,
+            sys_flag,
+            born_timestamp,
+            flag,
+            properties_text,
+            reconsume_times,
+            max_reconsume_times,
+            batch,
+        ) = header
         if app.stopping:
             raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
         if app.config.is_slave:
@@ -379,32 +486,51 @@ class SendProcessor:
                 code = ResponseCode.FLUSH_DISK_TIMEOUT
         if code == ResponseCode.SUCCESS and wait and app.config.broker_role == "SYNC_MASTER":
             code = await app.replication.wait_replicated(result.end_offset)
-        response = success(
-            {
+        config = app.config
+        # Built directly (not through success()): the ext dict is new, so it needs no defensive copy.
+        return RemotingCommand(
+            code,
+            flag=RPC_TYPE,
+            ext_fields={
                 "msgId": result.msg_id,
                 "queueId": str(queue_id),
                 "queueOffset": str(result.queue_offset),
-                P.MSG_REGION: app.config.region_id,
-                P.TRACE_ON: "true" if app.config.trace_on else "false",
-            }
+                P.MSG_REGION: config.region_id,
+                P.TRACE_ON: "true" if config.trace_on else "false",
+            },
         )
-        response.code = code
-        return response
 
     async def wait_flush(self, end_offset: int) -> bool:
         """Group commit: the flusher thread calls back once the commit log is flushed past `end_offset`."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
+        flushed = self._flushed
+        lock = self._flushed_lock
 
         def done(ok: bool) -> None:
-            loop.call_soon_threadsafe(_resolve, future, ok)
+            with lock:
+                first = not flushed
+                flushed.append((future, ok))
+            if first:
+                loop.call_soon_threadsafe(self._resolve_flushed)
 
         self.app.store.request_flush(end_offset, done)
-        timeout = self.app.store.config.sync_flush_timeout / 1000 + 1.0
+        # The send waits at most syncFlushTimeout (fact sheet 6.8), as RocketMQ's put thread does: a flush
+        # that cannot finish in time answers FLUSH_DISK_TIMEOUT (the message stays stored).
+        timeout = self.app.store.config.sync_flush_timeout / 1000
+        # A timer instead of asyncio.wait_for: no extra task or callbacks per message.
+        timer = loop.call_later(timeout, _resolve, future, False)
         try:
-            return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            return False
+            return await future
+        finally:
+            timer.cancel()
+
+    def _resolve_flushed(self) -> None:
+        with self._flushed_lock:
+            outcomes = self._flushed[:]
+            self._flushed.clear()
+        for future, ok in outcomes:
+            _resolve(future, ok)
 
     # ---------------------------------------------------------------------------------- send back
     async def process_send_back(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -5,6 +5,10 @@
 - retention: `store.clean_expired_files()` every `retentionCheckInterval` (10 s; the store decides by
   fileReservedTime, deleteWhen and disk usage what may go).
 - client housekeeping: producers and consumers silent for 120 s are dropped (consumer groups notified).
+- commit (only with the store's transient store pool active, RocketMQ's CommitRealTimeService):
+  `store.commit()` every `commitIntervalCommitLog` (200 ms) -- appended messages become readable and are
+  dispatched to consume queues (waking held pulls) only then. On the loop, because dispatch writes the
+  consume queues and calls the arrival listeners, which belong to the store's single writer.
 """
 
 from __future__ import annotations
@@ -58,3 +62,13 @@ async def client_housekeeping_loop(app: BrokerApp) -> None:
             log.info("producer channel %s (%s) expired", info.remote_address, info.client_id)
         for info in app.consumers.scan_expired(now, expiry, app.notify_enabled):
             log.info("consumer channel %s (%s) expired", info.remote_address, info.client_id)
+
+
+async def commit_loop(app: BrokerApp) -> None:
+    period = max(app.store.config.commit_interval_commit_log, 1) / 1000
+    while True:
+        await asyncio.sleep(period)
+        try:
+            app.store.commit()
+        except Exception:
+            log.exception("committing the commit log failed")
