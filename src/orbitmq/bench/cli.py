@@ -5,6 +5,7 @@ Examples:
   orbitmq bench W1 --serve --peers nats,redis
   orbitmq bench W1,W2,W3,W4 --serve --peers all --duration 5 --messages 50000
   orbitmq bench W1 -n 127.0.0.1:9876 --json
+  orbitmq bench all --serve --quick        # every workload, W1-W10, with short defaults
 
 Every case is bounded in time (--duration, --drain-timeout) and in count (--messages) and stops by
 itself; only 127.0.0.1 servers are started; whatever the bench starts it stops by PID.
@@ -36,7 +37,17 @@ from orbitmq.bench.progress import Progress
 from orbitmq.bench.result import Measurement, measurement_from_dict
 from orbitmq.bench.table import json_document, render_table, short_note
 
-ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10")
+ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
+# `--quick`: defaults short enough for `orbitmq bench all --serve --quick` to finish in minutes; flags
+# given explicitly still win.
+QUICK_DEFAULTS: dict[str, Any] = {
+    "duration": 3.0,
+    "messages": 20_000,
+    "drain_timeout": 60.0,
+    "log_mb": 64,
+    "topics": [1, 100],
+    "spark_messages": 200_000,
+}
 CLIENT_WORKLOADS = ("W1", "W2", "W3", "W4")  # the ones peers run too
 
 
@@ -75,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Benchmark orbitmq or any RocketMQ 4.x cluster, with peers measured in the same run.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="workloads: W1 sync send, W2 pipelined + batch send, W3 catch-up consume, W4 end-to-end "
-        "latency at a fixed rate, W5 SYNC_FLUSH sync send, W6 replication, W8 recovery after SIGKILL, "
+        "latency at a fixed rate, W5 SYNC_FLUSH sync send, W6 replication (SYNC_MASTER and ASYNC_MASTER with "
+        "a slave: msgs/s and lag), W7 Spark connector (bench/spark_bench.py), W8 recovery after SIGKILL, "
         "W9 topic scaling, W10 cold start (see BENCHMARKS.md)",
     )
     p.add_argument("workloads", nargs="*", help="W1..W10, comma-separated, or 'all'")
@@ -111,6 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-mb", type=int, default=256, help="W8 commit log size to recover, MiB (256)")
     p.add_argument("--topics", type=parse_int_list, default=[1, 100, 1000], help="W9 topic counts")
+    p.add_argument("--replication-senders", type=int, default=4, help="W6 sync senders per role (4)")
+    p.add_argument(
+        "--spark-messages",
+        type=int,
+        default=200_000,
+        help="W7 messages read and written by bench/spark_bench.py (200,000; BENCHMARKS.md says 1,000,000)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="short defaults for a whole run (-d 3, -m 20000, --log-mb 64, --topics 1,100); "
+        "explicit flags win",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
     p.add_argument("--workdir", type=Path, help="where servers keep their files (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (server logs) afterwards")
@@ -322,8 +347,9 @@ class Bench:
             if "W5" in workloads:
                 await self.run_w5()
             if "W6" in workloads:
-                why = "needs replication (SYNC_MASTER + slave) in the harness"
-                self.results.append(skipped("W6", "orbitmq", why))
+                await self.run_w6()
+            if "W7" in workloads:
+                await self.run_w7()
             for workload in ("W8", "W9", "W10"):
                 if workload in workloads:
                     await self.run_server_workload(workload)
@@ -344,6 +370,30 @@ class Bench:
                 with contextlib.suppress(Exception):
                     await driver.close()
             self.stop_servers()
+
+    async def run_w6(self) -> None:
+        from orbitmq.bench import replication
+
+        try:
+            found = await replication.run(self.args, self.cfg, self.workdir / "W6", self.progress)
+        except Exception as exc:
+            why = f"failed: {type(exc).__name__}: {short_note(str(exc), 300)}"
+            found = [skipped("W6", "orbitmq-raw", why)]
+        for m in found:
+            self.results.append(m)
+            self.say(summary_line(m))
+
+    async def run_w7(self) -> None:
+        # spark_bench.py always starts its own `orbitmq serve`: the target (--serve / -n) does not apply.
+        from orbitmq.bench import spark_workload
+
+        try:
+            found = await spark_workload.run(self.args.spark_messages, self.args.size, self.progress)
+        except Exception as exc:
+            found = [skipped("W7", spark_workload.SYSTEM, f"failed: {type(exc).__name__}: {exc}")]
+        for m in found:
+            self.results.append(m)
+            self.say(summary_line(m))
 
     async def run_server_workload(self, workload: str) -> None:
         if not self.args.serve:
@@ -398,6 +448,9 @@ async def _main_async(bench: Bench, workloads: Sequence[str], peers: Sequence[st
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.quick:
+        parser.set_defaults(**QUICK_DEFAULTS)
+        args = parser.parse_args(argv)
     if args.table_from is not None:
         doc = orjson.loads(args.table_from.read_bytes())
         print(render_table([measurement_from_dict(r) for r in doc["results"]]))
@@ -414,7 +467,17 @@ def main(argv: list[str]) -> int:
     for name in ("duration", "rate", "drain_timeout"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
-    for name in ("size", "queues", "in_flight", "batch", "batch_senders", "messages", "repeat"):
+    for name in (
+        "size",
+        "queues",
+        "in_flight",
+        "batch",
+        "batch_senders",
+        "messages",
+        "repeat",
+        "replication_senders",
+        "spark_messages",
+    ):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.size < 8:

@@ -120,6 +120,11 @@ def render_table(measurements: Sequence[Measurement]) -> str:
     lines.append("orbitmq × : > 1 means orbitmq is better (msgs/s ratio; for W4 the p99 latency ratio).")
     lines.append("cores: CPU used (user+system) per wall-clock second, server processes and bench process.")
     lines.append("srv µs/msg: server CPU per message, the figure least disturbed by a busy box.")
+    workloads = {m.workload for m in measurements}
+    if "W6" in workloads:
+        lines.append("W6: replication lag (bytes and ms behind the master) is in the notes below.")
+    if "W7" in workloads:
+        lines.append("W7: msgs/s = rows/s; each note gives the row's ratio to the run's Arrow ceiling.")
     lines += notes
     return "\n".join(lines)
 

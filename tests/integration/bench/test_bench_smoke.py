@@ -1,5 +1,6 @@
 """End to end: `orbitmq bench` runs a 1-second workload against a real `--serve` (and a real peer when
-installed), stops every server it started, and reports figures with CPU accounting as JSON.
+installed), and W6 against real master + slave clusters; it stops every server it started, and reports
+figures with CPU accounting as JSON.
 
 No performance assertion: only that the instrument measures something and cleans up after itself.
 """
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -19,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_bench(tmp_path: Path, *args: str) -> dict[str, object]:
+def run_bench(tmp_path: Path, *args: str) -> dict[str, Any]:
     workdir = tmp_path / "work"
     proc = subprocess.run(
         [sys.executable, "-m", "orbitmq", "bench", *args, "--json", "--workdir", str(workdir)],
@@ -30,7 +32,7 @@ def run_bench(tmp_path: Path, *args: str) -> dict[str, object]:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
-    doc: dict[str, object] = orjson.loads(proc.stdout)
+    doc: dict[str, Any] = orjson.loads(proc.stdout)
     return doc
 
 
@@ -70,4 +72,25 @@ def test_w1_against_a_peer_only(tmp_path: Path) -> None:
     assert (r["system"], r["skipped"]) == ("redis", False), r
     assert r["messages"] > 0
     assert r["server_cores"] is not None
+    assert no_process_uses(tmp_path / "work")
+
+
+def test_w6_measures_both_roles_on_real_clusters_and_stops_them(tmp_path: Path) -> None:
+    doc = run_bench(tmp_path, "W6", "--serve", "-d", "1", "--replication-senders", "2")
+    results = doc["results"]
+    assert [(r["workload"], r["case"]) for r in results] == [
+        ("W6", "SYNC_MASTER 2 senders"),
+        ("W6", "SYNC_MASTER pipelined 256"),
+        ("W6", "ASYNC_MASTER 2 senders"),
+        ("W6", "ASYNC_MASTER pipelined 256"),
+    ]
+    for r in results:
+        assert not r["skipped"] and r["errors"] == 0, r
+        assert r["messages"] > 0 and r["latency"]["p50_us"] > 0
+        # The server CPU covers the nameserver, the master and the slave.
+        assert r["extra"]["server_processes"] == 3 and r["server_cores"] is not None
+        assert r["extra"]["lag_samples"] >= 1 and r["extra"]["lag_max_bytes"] >= r["extra"]["lag_mean_bytes"]
+        assert "replication lag" in r["note"]
+    # Measuring starts only once the slave is attached (until then a SYNC_MASTER says SLAVE_NOT_AVAILABLE).
+    assert all("SLAVE_NOT_AVAILABLE" not in r["note"] for r in results[:2])
     assert no_process_uses(tmp_path / "work")

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from orbitmq.bench.cli import build_parser, main, parse_int_list, parse_workloads
+from orbitmq.bench.cli import QUICK_DEFAULTS, build_parser, main, parse_int_list, parse_workloads
 from orbitmq.bench.orbitmq_server import parse_listening
 from orbitmq.bench.peers import parse_peer_list
 from orbitmq.bench.raw_driver import encode_batch_body, parse_route
@@ -15,8 +15,18 @@ from orbitmq.bench.raw_driver import encode_batch_body, parse_route
 def test_workload_lists() -> None:
     assert parse_workloads(["W1,w2", "W1"]) == ["W1", "W2"]
     assert parse_workloads(["all"])[:4] == ["W1", "W2", "W3", "W4"]
-    with pytest.raises(argparse.ArgumentTypeError, match="W7"):
-        parse_workloads(["W7"])
+    assert parse_workloads(["all"]) == [f"W{i}" for i in range(1, 11)]  # every workload of BENCHMARKS.md
+    with pytest.raises(argparse.ArgumentTypeError, match="W11"):
+        parse_workloads(["W11"])
+
+
+def test_quick_defaults_yield_to_explicit_flags() -> None:
+    parser = build_parser()
+    parser.set_defaults(**QUICK_DEFAULTS)
+    args = parser.parse_args(["all", "--quick", "-d", "7"])
+    assert (args.duration, args.messages, args.log_mb, args.spark_messages) == (7.0, 20_000, 64, 200_000)
+    defaults = build_parser().parse_args(["W6"])
+    assert (defaults.replication_senders, defaults.spark_messages) == (4, 200_000)
 
 
 def test_int_and_peer_lists() -> None:

@@ -109,3 +109,10 @@ def test_server_cpu_per_message() -> None:
     x = m("orbitmq", 20_000, seconds=2.0)  # 10,000 msgs/s at 0.5 server cores
     assert x.server_us_per_msg == 50.0
     assert Measurement("W1", "-", "nats").server_us_per_msg is None
+
+
+def test_w6_and_w7_tables_say_where_their_figures_are() -> None:
+    w6 = Measurement("W6", "SYNC_MASTER 4 senders", "orbitmq-raw", messages=100, seconds=1.0, note="lag")
+    w7 = Measurement("W7", "batch read -> noop", "orbitmq-spark", messages=100, seconds=1.0)
+    assert "W7:" not in render_table([w6]) and "replication lag" in render_table([w6])
+    assert "Arrow ceiling" in render_table([w7])

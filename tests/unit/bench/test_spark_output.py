@@ -1,0 +1,79 @@
+"""Parsing bench/spark_bench.py's printed table (W7) into harness rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orbitmq.bench.spark_workload import (
+    ceiling_rate,
+    parse_message_count,
+    parse_spark_table,
+    to_measurements,
+    unavailable_reason,
+)
+
+# The shape spark_bench.py prints (f"{name:<52}{rate:>12,.0f}{ratio:>11}  {note}"), with Spark's own
+# chatter around it.
+OUTPUT = """\
+25/11/22 04:10:01 WARN NativeCodeLoader: Unable to load native-hadoop library
+Setting default log level to "WARN".
+
+orbitmq Spark connector, 200,000 messages of 1024 B, 4 queues, local[2], RocketMQ default pull limits
+path                                                      rows/s  x ceiling  note
+produce (raw batch sends, setup)                         101,234       0.20
+consume (raw: pull + Arrow decode, no Spark)             812,000       1.62
+arrow ceiling (Spark, pre-built batches -> noop)         400,000       0.80  warm-up run
+arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  warm
+batch read -> noop                                       150,000       0.30  first query of the session
+batch read -> noop                                       420,000       0.84  warm
+availableNow stream -> noop                              300,000       0.60  wall; engine 450,000/s
+batch write (Arrow writer, acked)                        350,500       0.70
+"""
+
+
+def test_rows_are_parsed_and_chatter_ignored() -> None:
+    rows = parse_spark_table(OUTPUT)
+    assert [r.path for r in rows] == [
+        "produce (raw batch sends, setup)",
+        "consume (raw: pull + Arrow decode, no Spark)",
+        "arrow ceiling (Spark, pre-built batches -> noop)",
+        "arrow ceiling (Spark, pre-built batches -> noop)",
+        "batch read -> noop",
+        "batch read -> noop",
+        "availableNow stream -> noop",
+        "batch write (Arrow writer, acked)",
+    ]
+    assert rows[1].rows_per_s == 812_000 and rows[1].printed_ratio == 1.62 and rows[1].note == ""
+    assert rows[6].note == "wall; engine 450,000/s"
+    assert ceiling_rate(rows) == 500_000  # the warm ceiling, not the warm-up run
+    assert parse_message_count(OUTPUT) == 200_000
+
+
+def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
+    results = to_measurements(parse_spark_table(OUTPUT), 200_000, 1024)
+    by_case = {m.case: m for m in results}
+    assert len(by_case) == len(results) == 8  # every row its own case in the table
+    warm = by_case["batch read -> noop (warm)"]
+    assert warm.msgs_per_s == pytest.approx(420_000)
+    assert warm.extra["ceiling_ratio"] == pytest.approx(0.84)
+    assert "0.84x the Arrow ceiling" in warm.note
+    stream = by_case["availableNow stream -> noop"]
+    assert "engine 450,000/s" in stream.note
+    assert by_case["batch write (Arrow writer, acked)"].extra["ceiling_ratio"] == pytest.approx(0.701)
+
+
+def test_a_changed_header_or_no_ceiling_still_parses() -> None:
+    text = "name  rate  ratio\nbatch read -> noop   420,000   -  warm\nnot a row at all\n"
+    rows = parse_spark_table(text)
+    assert len(rows) == 1 and rows[0].printed_ratio is None and rows[0].note == "warm"
+    [m] = to_measurements(rows, 1000, 1024)
+    assert "ceiling_ratio" not in m.extra and m.msgs_per_s == pytest.approx(420_000)
+    assert parse_spark_table("Traceback (most recent call last):\n  boom\n") == []
+
+
+def test_missing_script_is_a_clear_reason(tmp_path: Path) -> None:
+    reason = unavailable_reason(tmp_path / "spark_bench.py")
+    assert reason is not None
+    assert "spark_bench.py" in reason or "pyspark" in reason or "Java" in reason
