@@ -2,9 +2,11 @@
 
 The source's rows are built here, never as Python tuples: Spark's tuple path converts every value in
 Python and is several times slower than handing it ready Arrow batches. The work per record in Python
-is one `unpack_from` of TOTALSIZE (records are variable-length, so finding the next one is sequential)
-and one slice per body; every fixed field is gathered for all records at once with numpy, and the
-properties string becomes a `map<string,string>` (and tags, keys, UNIQ_KEY) through Arrow compute.
+is one `unpack_from` of TOTALSIZE (records are variable-length, so finding the next one is sequential);
+every fixed field is gathered for all records at once with numpy, the variable-length fields (body,
+topic, properties) become Arrow binary views into the pulled bytes that one Arrow cast copies into
+contiguous columns, and the properties string becomes a `map<string,string>` (and tags, keys, UNIQ_KEY)
+through Arrow compute.
 
 `ROW_DDL` / `ARROW_SCHEMA` are the source's row schema; the Arrow schema must equal what Spark derives
 from the DDL (`to_arrow_schema(..., timezone="UTC")`), or Spark rejects the batches.
@@ -100,24 +102,49 @@ def _be(u8: np.ndarray, starts: np.ndarray, dtype: str) -> np.ndarray:
     return _gather(u8, starts, width).view(dtype).reshape(-1).astype(dtype[1:])
 
 
-def _join_spans(view: memoryview, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, bytes]:
-    """Offsets (int32, n+1) and one contiguous buffer of the spans: one copy of the bytes."""
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] > 0x7FFFFFFF:
-        raise ValueError("more than 2 GiB of data in one Arrow batch; decode fewer records at a time")
-    data = b"".join([view[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)])
-    return offsets.astype(np.int32), data
+_VIEW_INLINE: Final = 12  # an Arrow binary view holds values of up to 12 bytes inline
+_INLINE_COLUMNS: Final = np.arange(_VIEW_INLINE, dtype=np.int64)
 
 
-def _string_array(offsets: np.ndarray, data: bytes, n: int) -> pa.Array:
-    array = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+def _spans(buf: pa.Buffer, u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """The byte spans `[start, start + length)` of `buf` as one `binary` array, without Python per span.
+
+    The spans become an Arrow `binary_view` array whose views point into `buf` (built with numpy:
+    length, inline bytes or 4-byte prefix, buffer 0, offset), which Arrow's cast then gathers into a
+    contiguous `binary` array: the bytes are copied once, in C.
+    """
+    n = len(starts)
+    if n and (int(lengths.min()) < 0 or int((starts + lengths).max()) > len(u8)):
+        raise RemoteProtocolError("a field of a message record has a bad length or runs past the data")
+    if int(starts.max(initial=0)) > 0x7FFFFFFF:
+        raise ValueError("more than 2 GiB of records in one Arrow batch; decode fewer at a time")
+    views = np.zeros((n, 16), dtype=np.uint8)
+    words = views.view("<i4")
+    words[:, 0] = lengths
+    # Inline bytes (values up to 12 bytes) or the 4-byte prefix, read from the start of each span;
+    # bytes past the value's length are zero, as the format requires.
+    idx = starts[:, None] + _INLINE_COLUMNS
+    np.minimum(idx, max(len(u8) - 1, 0), out=idx)
+    head = u8[idx] if len(u8) else np.zeros((n, _VIEW_INLINE), dtype=np.uint8)
+    head[lengths[:, None] <= _INLINE_COLUMNS] = 0
+    views[:, 4:] = head
+    long_values = lengths > _VIEW_INLINE
+    words[long_values, 2] = 0
+    words[long_values, 3] = starts[long_values]
+    array = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), buf])
+    return array.cast(pa.binary())
+
+
+def _as_string(binary: pa.Array) -> pa.Array:
+    """A `binary` array as `string`: its buffers reused when they are valid UTF-8, else decoded lossily."""
+    n = len(binary)
+    array = pa.Array.from_buffers(pa.string(), n, binary.buffers())
     try:
         array.validate(full=True)
     except pa.ArrowInvalid:
         # Java writes UTF-8, but a record is bytes: undecodable text is replaced, as Java's new String does.
         array = pa.array(
-            [data[offsets[i] : offsets[i + 1]].decode(_UTF8, "replace") for i in range(n)],
+            [b.decode(_UTF8, "replace") for b in binary.to_pylist()],
             pa.string(),
         )
     return array
@@ -196,6 +223,7 @@ def decode_batch(buf: Any, positions: Sequence[int], *, broker: str | None) -> p
     if raw.ndim != 1 or raw.itemsize != 1:
         raw = raw.cast("B")
     u8 = np.frombuffer(raw, dtype=np.uint8)
+    data = pa.py_buffer(raw)
     pos = np.asarray(positions, dtype=np.int64)
 
     queue_id = _be(u8, pos + 12, ">i4")
@@ -225,16 +253,18 @@ def decode_batch(buf: Any, positions: Sequence[int], *, broker: str | None) -> p
         ]
         body_offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum([len(b) for b in bodies], out=body_offsets[1:])
-        body_data = b"".join(bodies)
-        body_offsets_32 = body_offsets.astype(np.int32)
+        if body_offsets[-1] > 0x7FFFFFFF:
+            raise ValueError("more than 2 GiB of bodies in one Arrow batch; decode fewer records at a time")
+        body = pa.Array.from_buffers(
+            pa.binary(),
+            n,
+            [None, pa.py_buffer(body_offsets.astype(np.int32)), pa.py_buffer(b"".join(bodies))],
+        )
     else:
-        body_offsets_32, body_data = _join_spans(raw, body_pos, body_len)
-    body = pa.Array.from_buffers(
-        pa.binary(), n, [None, pa.py_buffer(body_offsets_32), pa.py_buffer(body_data)]
-    )
+        body = _spans(data, u8, body_pos, body_len)
 
-    topic = _string_array(*_join_spans(raw, topic_pos, topic_len), n)
-    properties_text = _string_array(*_join_spans(raw, properties_pos, properties_len), n)
+    topic = _as_string(_spans(data, u8, topic_pos, topic_len))
+    properties_text = _as_string(_spans(data, u8, properties_pos, properties_len))
     properties = _properties(properties_text, n)
     uniq = _lookup(properties, "UNIQ_KEY")
     msg_id = uniq

@@ -29,9 +29,10 @@ from orbitmq.common.errors import BrokerError
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol import java_json
 from orbitmq.protocol.codes import RequestCode, ResponseCode
-from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.command import Buffer, RemotingCommand
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.loop import fast_loop_factory
 
 T = TypeVar("T")
 
@@ -40,6 +41,7 @@ PERM_WRITE = 2
 FLAG_SUBSCRIPTION = 0x4
 MASTER_ID = 0
 DEFAULT_GROUP = "orbitmq_spark_reader"
+SETTLE_ITERATIONS = 3
 SYSTEM_TOPICS = frozenset(
     {
         "TBW102",
@@ -92,6 +94,11 @@ class PullResponse:
     remark: str | None
 
 
+async def _settle() -> None:
+    for _ in range(SETTLE_ITERATIONS):
+        await asyncio.sleep(0)
+
+
 def _route_queues(topic: str, route: Any) -> TopicQueues:
     addresses: dict[str, str] = {}
     for broker in route.broker_datas:
@@ -120,7 +127,8 @@ class BrokerAccess:
     def __init__(self, namesrv: Sequence[str], *, timeout_s: float = 10.0) -> None:
         self.namesrv = tuple(namesrv)
         self.timeout_s = timeout_s
-        self._loop = asyncio.new_event_loop()
+        factory = fast_loop_factory()  # uvloop when installed: less CPU per pull in the loop itself
+        self._loop = factory() if factory is not None else asyncio.new_event_loop()
         self._remoting: RemotingClient | None = None
         self._api: MQClientAPI | None = None
         self._closed = False
@@ -128,6 +136,11 @@ class BrokerAccess:
     # ---- plumbing -----------------------------------------------------------------------------
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        # The loop runs only inside these calls: a connection the server closed meanwhile (name servers
+        # and brokers close channels idle for 120 s) still looks open until its EOF is processed, and a
+        # request written to it would fail. A few empty iterations first let the loop see that close, so
+        # the pool reconnects.
+        self._loop.run_until_complete(_settle())
         return self._loop.run_until_complete(coro)
 
     @property
@@ -332,11 +345,15 @@ class BrokerAccess:
         )
 
     async def send_batch_raw(
-        self, addr: str, header: Mapping[str, str], body: bytes, timeout_s: float
+        self, addr: str, header: Mapping[str, str], body: bytes | Sequence[Buffer], timeout_s: float
     ) -> RemotingCommand:
-        return await self.api.invoke(
-            addr, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header, body), timeout_s
-        )
+        """SEND_BATCH_MESSAGE of a batch body, given whole or as consecutive parts (sent as they are)."""
+        if isinstance(body, bytes):
+            request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header, body)
+        else:
+            request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, header)
+            request.body_parts = list(body)
+        return await self.api.invoke(addr, request, timeout_s)
 
     def update_consumer_offsets(
         self, group: str, addresses: Mapping[str, str], offsets: Mapping[QueueRef, int]
@@ -350,12 +367,16 @@ class BrokerAccess:
         self.run(self._gather(one(q, o) for q, o in offsets.items() if q.broker in addresses))
 
 
-_CACHE: dict[tuple[int, tuple[str, ...], float], BrokerAccess] = {}
+_CACHE: dict[tuple[int, tuple[str, ...], float, str], BrokerAccess] = {}
 
 
-def shared_access(namesrv: Sequence[str], timeout_s: float) -> BrokerAccess:
-    """The process's cached `BrokerAccess` for this name-server list (created on first use)."""
-    key = (os.getpid(), tuple(namesrv), float(timeout_s))
+def shared_access(namesrv: Sequence[str], timeout_s: float, *, role: str = "") -> BrokerAccess:
+    """The process's cached `BrokerAccess` for this name-server list (created on first use).
+
+    `role` keeps users apart that may drive their loop from another thread (the range reader runs
+    its pulls on a background thread): each role has its own loop and connections.
+    """
+    key = (os.getpid(), tuple(namesrv), float(timeout_s), role)
     access = _CACHE.get(key)
     if access is None or access._closed:
         access = _CACHE[key] = BrokerAccess(namesrv, timeout_s=timeout_s)

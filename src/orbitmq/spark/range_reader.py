@@ -4,9 +4,11 @@ The partition carries everything the task needs (queue, range, broker address, n
 settings): the executor's copy of the reader knows nothing learned on the driver after planning.
 
 Pulls are pipelined: the range is cut into windows of a few pull batches and `pullConcurrency` windows
-are in flight at once on the process's event loop; results are emitted in offset order, so a task
-always yields the same rows in the same order. Pull bodies are joined and decoded straight into Arrow
-(`arrow_records.decode_batch`) in batches of up to `TARGET_BATCH_BYTES` / `TARGET_BATCH_ROWS`.
+are in flight at once, on a background thread that runs the reader's event loop (`_Prefetcher`), so
+pulling continues while the task decodes and while Spark takes the batches already yielded. Results
+are handed over in offset order, so a task always yields the same rows in the same order. Pull bodies
+are joined and decoded straight into Arrow (`arrow_records.decode_batch`) in batches of up to
+`TARGET_BATCH_BYTES` / `TARGET_BATCH_ROWS`; at most about `PREFETCH_BYTES` wait undecoded.
 
 Data loss (the broker no longer has part of the range) fails the task with `DataLossError`, or, with
 `failOnDataLoss=false`, is logged and skipped. A replayed range reads exactly the same records unless
@@ -16,8 +18,11 @@ retention removed some in between.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import queue
 import struct
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +46,8 @@ TARGET_BATCH_ROWS = 65536
 # pulls stay in flight per task whatever the broker's limits are.
 WINDOW_PULLS = 1
 MAX_EMPTY_RETRIES = 5
+# Pulled records waiting for the task to take them (the pulls run ahead of decoding and of Spark).
+PREFETCH_BYTES = 2 * TARGET_BATCH_BYTES
 _QUEUE_OFFSET = struct.Struct(">q")
 
 
@@ -179,41 +186,119 @@ class _RangeFetcher:
         return chunks
 
 
+class _Prefetcher:
+    """Runs a range's pulls on a background thread, so they continue while the task decodes and
+    while Spark consumes the batches already yielded (a Python worker otherwise pulls only between
+    batches). Windows of offsets are pulled `pull_concurrency` at a time and handed over in offset
+    order through a queue; at most about `max_bytes` of pulled records wait there unconsumed.
+    """
+
+    def __init__(self, access: BrokerAccess, spec: RangeSpec, max_bytes: int) -> None:
+        self.access = access
+        self.spec = spec
+        self.max_bytes = max_bytes
+        self.fetcher = _RangeFetcher(access, spec)
+        window = spec.pull_batch_size * WINDOW_PULLS
+        self.bounds = [(low, min(low + window, spec.end)) for low in range(spec.start, spec.end, window)]
+        self.results: queue.SimpleQueue[tuple[int, list[bytes]] | BaseException | None] = queue.SimpleQueue()
+        self.waiting = 0  # bytes handed over but not yet consumed; only touched on the loop's thread
+        self.space: asyncio.Event | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name=f"orbitmq-pull-{spec.queue}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.access.run(self._produce())
+        except BaseException as exc:  # handed to the consuming thread, which raises it
+            self.results.put(exc)
+        finally:
+            self.results.put(None)
+
+    async def _produce(self) -> None:
+        self.task = asyncio.current_task()
+        self.space = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        pending: deque[asyncio.Task[list[bytes]]] = deque()
+        next_window = 0
+        bounds = self.bounds
+        concurrency = max(1, self.spec.pull_concurrency)
+        try:
+            while (pending or next_window < len(bounds)) and not self.stopping:
+                while next_window < len(bounds) and len(pending) < concurrency:
+                    pending.append(loop.create_task(self.fetcher.window(*bounds[next_window])))
+                    next_window += 1
+                low, high = bounds[next_window - len(pending)]
+                chunks = await pending.popleft()
+                size = sum(len(c) for c in chunks)
+                self.waiting += size
+                self.results.put((high - low, chunks))
+                while self.waiting > self.max_bytes and not self.stopping:
+                    self.space.clear()
+                    await self.space.wait()
+        finally:
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    def _consumed(self, size: int) -> None:
+        self.waiting -= size
+        if self.space is not None:
+            self.space.set()
+
+    def consumed(self, size: int) -> None:
+        """The consumer has taken `size` bytes out (called from the consuming thread)."""
+        self.access.loop.call_soon_threadsafe(self._consumed, size)
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.stopping = True
+
+            def wake() -> None:
+                if self.space is not None:
+                    self.space.set()
+                if self.task is not None:
+                    self.task.cancel()
+
+            with contextlib.suppress(RuntimeError):  # the loop already finished
+                self.access.loop.call_soon_threadsafe(wake)
+        self.thread.join()
+
+
 def read_range(spec: RangeSpec) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the range's messages, in offset order (a generator, run inside a Spark task)."""
     if spec.end <= spec.start:
         return
-    access = shared_access(spec.namesrv, spec.pull_timeout_ms / 1000)
-    loop = access.loop
-    fetcher = _RangeFetcher(access, spec)
-    window = spec.pull_batch_size * WINDOW_PULLS
-    bounds = [(low, min(low + window, spec.end)) for low in range(spec.start, spec.end, window)]
-    pending: deque[asyncio.Task[list[bytes]]] = deque()
-    next_window = 0
+    access = shared_access(spec.namesrv, spec.pull_timeout_ms / 1000, role="read")
+    prefetch = _Prefetcher(access, spec, PREFETCH_BYTES)
+    prefetch.start()
     buffered: list[bytes] = []
     buffered_bytes = 0
     buffered_estimate = 0
     try:
-        while pending or next_window < len(bounds):
-            while next_window < len(bounds) and len(pending) < spec.pull_concurrency:
-                pending.append(loop.create_task(fetcher.window(*bounds[next_window])))
-                next_window += 1
-            low, high = bounds[next_window - len(pending)]
-            chunks = loop.run_until_complete(pending.popleft())
-            buffered_estimate += high - low  # at most this many rows (fewer with a tag filter)
-            for chunk in chunks:
-                buffered.append(chunk)
-                buffered_bytes += len(chunk)
+        while True:
+            item = prefetch.results.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            offsets, chunks = item
+            size = sum(len(c) for c in chunks)
+            prefetch.consumed(size)
+            buffered_estimate += offsets  # at most this many rows (fewer with a tag filter)
+            buffered += chunks
+            buffered_bytes += size
             if buffered_bytes >= TARGET_BATCH_BYTES or buffered_estimate >= TARGET_BATCH_ROWS:
                 yield _decode(buffered, spec)
                 buffered, buffered_bytes, buffered_estimate = [], 0, 0
         if buffered:
             yield _decode(buffered, spec)
     finally:
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        prefetch.stop()
 
 
 def tag_set(expression: str) -> frozenset[str] | None:

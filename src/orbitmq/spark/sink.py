@@ -1,5 +1,9 @@
 """The `orbitmq` Spark sink: rows to messages, sent as SEND_BATCH_MESSAGE from Arrow batches.
 
+Rows become batch-wire-format entries a column at a time (numpy + Arrow compute, one copy of the
+bodies) when the topic is the `topic` option and there is no `sharding_key` or `properties` column;
+otherwise row by row. Up to `sendConcurrency` batch sends are in flight per task.
+
 Columns (only `body` is required; any other column is an error, to catch typos):
   body binary|string, topic string (or the `topic` option, which wins), tags string,
   keys string (space-separated) | array<string>, properties map<string,string>,
@@ -27,7 +31,9 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -50,6 +56,7 @@ log = logging.getLogger("orbitmq.spark")
 SINK_COLUMNS = ("body", "topic", "tags", "keys", "properties", "sharding_key")
 MAX_BATCH_BYTES = 3 * 1024 * 1024  # under the broker's 4 MiB maxMessageSize for a whole batch body
 SEND_RETRIES = 2
+MAX_SEND_PARTS = 16
 _STORED = {
     ResponseCode.SUCCESS,
     ResponseCode.FLUSH_DISK_TIMEOUT,
@@ -111,7 +118,7 @@ class SinkCommitMessage(WriterCommitMessage):
 class _Batch:
     queue: QueueRef
     address: str
-    parts: list[bytes]
+    parts: list[bytes | memoryview]
     size: int = 0
     count: int = 0
 
@@ -160,7 +167,11 @@ class _TaskSender:
             "m": "true",
             "n": batch.queue.broker,
         }
-        body = b"".join(batch.parts)
+        # A few large parts (runs of ready entries) go to the socket as they are; the row path's many
+        # small pieces are joined first (one write each would cost a syscall each).
+        body: bytes | list[bytes | memoryview] = (
+            batch.parts if len(batch.parts) <= MAX_SEND_PARTS else b"".join(batch.parts)
+        )
         last: Exception | None = None
         for attempt in range(SEND_RETRIES + 1):
             try:
@@ -202,6 +213,52 @@ class _TaskSender:
                 task.result()
 
     async def add_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows and _columnar_ok(batch, self.options):
+            await self._add_columnar(batch)
+        else:
+            await self._add_rows(batch)
+
+    async def _add_columnar(self, batch: pa.RecordBatch) -> None:
+        """The common case (one topic, no sharding key, no properties column) without Python per row:
+        every entry of the batch wire format is built with numpy and Arrow compute into ONE buffer, and
+        each batch sent is a run of consecutive entries (a slice of it, sent as is)."""
+        opts = self.options
+        topic = opts.topic
+        assert topic is not None
+        n = batch.num_rows
+        route = self.routes.get(topic) or await self._route(topic)
+        writable = self.writable.get(topic)
+        if writable is None:
+            writable = self.writable[topic] = route.writable()
+        entries = _entries(batch, self.prefix, self.row)
+        self.row += n
+        offsets = np.frombuffer(entries.buffers()[1], dtype=np.int32)[entries.offset : entries.offset + n + 1]
+        data = memoryview(entries.buffers()[2])
+        per_batch = opts.max_batch_messages
+        i = 0
+        while i < n:
+            queue = writable[(self.spread // per_batch) % len(writable)]
+            run_left = per_batch - self.spread % per_batch  # rows until the spread moves to the next queue
+            pending = self.open.get(queue)
+            if pending is not None and (
+                pending.count >= per_batch
+                or pending.size + int(offsets[i + 1] - offsets[i]) > MAX_BATCH_BYTES
+            ):
+                await self._dispatch(self.open.pop(queue))
+                pending = None
+            if pending is None:
+                pending = self.open[queue] = _Batch(queue, route.addresses[queue.broker], [])
+            room = min(run_left, n - i, per_batch - pending.count)
+            budget = int(offsets[i]) + MAX_BATCH_BYTES - pending.size
+            fits = int(np.searchsorted(offsets, budget, side="right")) - 1 - i
+            j = i + max(1, min(room, fits))
+            pending.parts.append(data[int(offsets[i]) : int(offsets[j])])
+            pending.size += int(offsets[j] - offsets[i])
+            pending.count += j - i
+            self.spread += j - i
+            i = j
+
+    async def _add_rows(self, batch: pa.RecordBatch) -> None:
         opts = self.options
         columns = batch.schema.names
         n = batch.num_rows
@@ -262,6 +319,79 @@ class _TaskSender:
             ]
             pending.size += entry_size
             pending.count += 1
+
+
+_HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+_UNIQ_PREFIX = f"{P.UNIQ_KEY}\x01".encode()
+
+
+def _columnar_ok(batch: pa.RecordBatch, options: SinkOptions) -> bool:
+    names = batch.schema.names
+    if options.topic is None or "properties" in names or "sharding_key" in names:
+        return False
+    if batch.column("body").null_count:
+        return False  # the row path reports which row
+    return "keys" not in names or pa.types.is_string(batch.schema.field("keys").type)
+
+
+def _property(name: str, values: pa.Array) -> pa.Array:
+    """`name` U+0001 value U+0002 for each non-empty value, else empty (binary)."""
+    values = pc.fill_null(values.cast(pa.binary()), b"")
+    joined = pc.binary_join_element_wise(
+        pa.scalar(f"{name}\x01".encode(), pa.binary()), values, pa.scalar(b"\x02", pa.binary()), b""
+    )
+    return pc.if_else(pc.greater(pc.binary_length(values), 0), joined, pa.scalar(b"", pa.binary()))
+
+
+def _entries(batch: pa.RecordBatch, prefix: bytes, first_row: int) -> pa.Array:
+    """The rows as batch-wire-format entries (a `binary` array: one contiguous buffer of entries).
+
+    Each entry: TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG 0, BODYLEN, body, PROPERTIESLEN (short), properties;
+    properties are TAGS, KEYS (when set) and UNIQ_KEY, as the row path writes them.
+    """
+    n = batch.num_rows
+    names = batch.schema.names
+    body = batch.column("body").cast(pa.binary())
+    parts: list[pa.Array] = []
+    if "tags" in names:
+        parts.append(_property(P.TAGS, batch.column("tags")))
+    if "keys" in names:
+        parts.append(_property(P.KEYS, batch.column("keys")))
+    rows = np.arange(first_row, first_row + n, dtype=np.uint64).astype(">u8").view(np.uint8).reshape(n, 8)
+    ids = np.empty((n, len(_UNIQ_PREFIX) + 32), dtype=np.uint8)
+    head = _UNIQ_PREFIX + prefix.hex().upper().encode()
+    ids[:, : len(head)] = np.frombuffer(head, dtype=np.uint8)
+    ids[:, len(head) :] = _HEX[rows[:, 2:]].reshape(n, 12)
+    width = ids.shape[1]
+    parts.append(
+        pa.Array.from_buffers(
+            pa.binary(),
+            n,
+            [None, pa.py_buffer(np.arange(0, width * n + 1, width, dtype=np.int32)), pa.py_buffer(ids)],
+        )
+    )
+    props_len = np.full(n, width, dtype=np.int64)
+    for part in parts[:-1]:
+        props_len += np.asarray(pc.binary_length(part), dtype=np.int64)
+    if int(props_len.max()) > 0x7FFF:
+        raise ValueError("the properties of a row are longer than 32767 bytes")
+    body_len = np.asarray(pc.fill_null(pc.binary_length(body), 0), dtype=np.int64)
+    fixed = np.zeros((n, 5), dtype=">i4")
+    fixed[:, 0] = 22 + body_len + props_len
+    fixed[:, 4] = body_len
+    props_short = props_len.astype(">i2")
+    offsets20 = pa.py_buffer(np.arange(0, 20 * n + 1, 20, dtype=np.int32))
+    offsets2 = pa.py_buffer(np.arange(0, 2 * n + 1, 2, dtype=np.int32))
+    entries = pc.binary_join_element_wise(
+        pa.Array.from_buffers(pa.binary(), n, [None, offsets20, pa.py_buffer(fixed)]),
+        body,
+        pa.Array.from_buffers(pa.binary(), n, [None, offsets2, pa.py_buffer(props_short)]),
+        *parts,
+        pa.scalar(b"", pa.binary()),
+    )
+    if entries.null_count:
+        raise ValueError("a row could not be encoded (null value)")
+    return entries
 
 
 def _write_task(options: SinkOptions, batches: Iterator[pa.RecordBatch], write_key: str) -> SinkCommitMessage:
