@@ -162,7 +162,9 @@ class Dispatcher:
             indexed_until = key_index.end_phy_offset if key_index.files else -1
             items: list[tuple[str, list[str], int, int]] = []
             for r in requests:
-                if r.physical_offset <= indexed_until:
+                # Strictly below, as RocketMQ's IndexService: the message AT the end offset may have had
+                # only some of its keys in the kept file (the rest were in a file dropped by recovery).
+                if r.physical_offset < indexed_until:
                     continue
                 if (r.sys_flag & TRANSACTION_TYPE_MASK) == TRANSACTION_ROLLBACK_TYPE:
                     continue
@@ -208,7 +210,7 @@ class Dispatcher:
         if (
             key_index is not None
             and (r.sys_flag & TRANSACTION_TYPE_MASK) != TRANSACTION_ROLLBACK_TYPE
-            and (not key_index.files or r.physical_offset > key_index.end_phy_offset)
+            and (not key_index.files or r.physical_offset >= key_index.end_phy_offset)
         ):
             keys = [r.uniq_key] if r.uniq_key else []
             if r.keys:

@@ -211,7 +211,8 @@ class KeyIndex:
                 f.select_offsets(full_key, max_num, begin, end, out)
             if f.begin_timestamp < begin or len(out) >= max_num:
                 break
-        return out
+        # A key re-indexed by recovery (the message at a kept file's end offset) can appear twice.
+        return list(dict.fromkeys(out))
 
     def last_update(self) -> tuple[int, int]:
         """(endTimestamp, endPhyOffset) of the newest file, as QueryMessageResult reports them."""
