@@ -12,10 +12,8 @@ cleanly (the broker first, so it can unregister).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -73,6 +71,7 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     from orbitmq.broker.app import BrokerApp
     from orbitmq.namesrv.app import NamesrvApp
     from orbitmq.namesrv.config import NamesrvConfig
+    from orbitmq.transport import loop
 
     namesrv_config = NamesrvConfig()
     namesrv_config.listen_port = args.port
@@ -88,18 +87,14 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     except BaseException:
         await namesrv.stop()
         raise
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
-    # Handlers first: a signal sent as soon as the address is printed must stop us cleanly.
-    print(f"namesrv listening on {namesrv.address}", flush=True)
-    print(f"broker {broker_config.broker_name} listening on {broker.broker_addr}", flush=True)
     try:
-        await stop.wait()
+        await loop.wait_for_stop_signal(
+            [
+                f"namesrv listening on {namesrv.address}",
+                f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
+            ]
+        )
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            running.remove_signal_handler(sig)
         try:
             await broker.stop()
         finally:

@@ -9,9 +9,7 @@ read the real port from it (listenPort=0 picks a free one). Exit code 0 after a 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 
 from orbitmq.broker.config import BrokerConfig
@@ -44,22 +42,16 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 async def serve(config: BrokerConfig) -> None:
     from orbitmq.broker.app import BrokerApp
+    from orbitmq.transport import loop
 
     app = BrokerApp(config)
     await app.start()
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
-    # Handlers first: a signal sent as soon as the address is printed must stop us cleanly.
-    print(f"broker {config.broker_name} listening on {app.broker_addr}", flush=True)
+    announce = [f"broker {config.broker_name} listening on {app.broker_addr}"]
     if app.ha_listen_addr is not None:
-        print(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}", flush=True)
+        announce.append(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}")
     try:
-        await stop.wait()
+        await loop.wait_for_stop_signal(announce)
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            running.remove_signal_handler(sig)
         await app.stop()
 
 

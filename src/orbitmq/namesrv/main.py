@@ -10,9 +10,7 @@ is `namesrv listening on HOST:PORT` (tools and orbitmq.testing read the port fro
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 
 from orbitmq.namesrv.app import NamesrvApp
@@ -42,17 +40,9 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
 async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
     await app.start()
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
-    # Handlers first: a signal sent as soon as the address is printed must stop us cleanly.
-    print(f"namesrv listening on {app.address}", flush=True)
     try:
-        await stop.wait()
+        await loop.wait_for_stop_signal([f"namesrv listening on {app.address}"])
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            running.remove_signal_handler(sig)
         await app.stop()
 
 
