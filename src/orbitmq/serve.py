@@ -1,12 +1,14 @@
 """`orbitmq serve`: a NameServer and a Broker in one process, the quick start.
 
     orbitmq serve [--port 9876] [--broker-port 10911] [--store DIR] [--flush-disk-type ASYNC_FLUSH]
-                  [-c broker.conf]
+                  [--metrics-port PORT] [-c broker.conf]
 
 Both listen on 127.0.0.1. `--port 0` picks free ports for both (unless --broker-port is given). The
 store lives in --store, else $ORBITMQ_HOME/store, else ~/.orbitmq/store. The first stdout lines are
 `namesrv listening on ...` and `broker NAME listening on ...` (flushed). Ctrl-C or SIGTERM stops both
-cleanly (the broker first, so it can unregister).
+cleanly (the broker first, so it can unregister). With --metrics-port (or metricsPort in the conf) one
+Prometheus endpoint serves both the broker's and the nameserver's series; its line is
+`metrics listening on http://HOST:PORT/metrics`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--store", help="store root directory (default $ORBITMQ_HOME/store or ~/.orbitmq/store)"
     )
     parser.add_argument("--flush-disk-type", choices=("SYNC_FLUSH", "ASYNC_FLUSH"), help="flushDiskType")
+    parser.add_argument(
+        "--metrics-port", type=int, help="Prometheus endpoint port (off unless set; 0 = a free port)"
+    )
     parser.add_argument("-c", "--config", help="broker.conf for anything else (RocketMQ property names)")
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return parser.parse_args(argv)
@@ -64,6 +69,8 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
         props["storePathRootDir"] = args.store
     if args.flush_disk_type:
         props["flushDiskType"] = args.flush_disk_type
+    if args.metrics_port is not None:
+        props["metricsPort"] = str(args.metrics_port)
     return BrokerConfig.from_properties(props)
 
 
@@ -87,15 +94,27 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     except BaseException:
         await namesrv.stop()
         raise
+    announce = [
+        f"namesrv listening on {namesrv.address}",
+        f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
+    ]
+    metrics = None
     try:
-        await loop.wait_for_stop_signal(
-            [
-                f"namesrv listening on {namesrv.address}",
-                f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
-            ]
-        )
+        if broker_config.metrics_port >= 0:
+            # Imported only here: a serve without metrics never loads prometheus_client or aiohttp.
+            from orbitmq.broker.metrics import BrokerCollector
+            from orbitmq.namesrv.metrics import NamesrvCollector
+            from orbitmq.transport.metrics_http import start_metrics
+
+            metrics = await start_metrics(
+                [BrokerCollector(broker), NamesrvCollector(namesrv)], "127.0.0.1", broker_config.metrics_port
+            )
+            announce.append(f"metrics listening on {metrics.url}")
+        await loop.wait_for_stop_signal(announce)
     finally:
         try:
+            if metrics is not None:
+                await metrics.stop()
             await broker.stop()
         finally:
             await namesrv.stop()

@@ -22,6 +22,7 @@ from orbitmq.broker.config import BrokerConfig, parse_delay_levels
 from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
 from orbitmq.broker.locks import RebalanceLockManager
 from orbitmq.broker.long_polling import PullRequestHoldService
+from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscription_groups import SubscriptionGroupManager
 from orbitmq.broker.topics import TopicConfig, TopicConfigManager
 from orbitmq.broker.transaction import processor as end_transaction
@@ -53,6 +54,7 @@ class BrokerApp:
         self.offsets = ConsumerOffsetManager(config.config_dir)
         self.producers = ProducerRegistry()
         self.consumers = ConsumerRegistry(self._consumer_ids_changed)
+        self.stats = BrokerStats(clock)
         self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
         self.server = RemotingServer(
             config.broker_ip1, config.listen_port, name=f"broker {config.broker_name}", clock=clock
@@ -168,11 +170,13 @@ class BrokerApp:
             commit_loop,
             persist_loop,
             retention_loop,
+            stats_loop,
         )
 
         self._spawn(self.hold.run(), "long polling")
         self._spawn(persist_loop(self), "persist")
         self._spawn(retention_loop(self), "retention")
+        self._spawn(stats_loop(self), "stats")
         self._spawn(client_housekeeping_loop(self), "client housekeeping")
         if self._store.transient_store_pool_active:
             self._spawn(commit_loop(self), "commit")

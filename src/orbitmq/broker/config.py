@@ -7,7 +7,8 @@ storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchange
 
 A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
 heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
-`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval).
+`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
+`metricsPort` (the Prometheus endpoint, off by default; RocketMQ runs a separate exporter).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -97,6 +98,8 @@ class BrokerConfig:
     client_housekeeping_interval: int = 10000
     rebalance_lock_max_live_time: int = 60000
     retention_check_interval: int = 10000
+    # Prometheus endpoint (`metricsPort`): -1 = off, 0 = a free port; bound to brokerIP1.
+    metrics_port: int = -1
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -23,6 +23,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "-p", "--port", type=int, help="listen port (overrides listenPort; 0 = pick a free port)"
     )
     parser.add_argument("--store", help="store root directory (overrides storePathRootDir)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="Prometheus endpoint port (overrides metricsPort; 0 = a free port)"
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
 
@@ -36,6 +39,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         overrides["listenPort"] = str(args.port)
     if args.store:
         overrides["storePathRootDir"] = args.store
+    if args.metrics_port is not None:
+        overrides["metricsPort"] = str(args.metrics_port)
     config.update(overrides)
     return config
 
@@ -49,9 +54,18 @@ async def serve(config: BrokerConfig) -> None:
     announce = [f"broker {config.broker_name} listening on {app.broker_addr}"]
     if app.ha_listen_addr is not None:
         announce.append(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}")
+    metrics = None
     try:
+        if config.metrics_port >= 0:
+            from orbitmq.broker.metrics import BrokerCollector
+            from orbitmq.transport.metrics_http import start_metrics
+
+            metrics = await start_metrics([BrokerCollector(app)], config.broker_ip1, config.metrics_port)
+            announce.append(f"metrics listening on {metrics.url}")
         await loop.wait_for_stop_signal(announce)
     finally:
+        if metrics is not None:
+            await metrics.stop()
         await app.stop()
 
 

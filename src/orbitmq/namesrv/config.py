@@ -44,6 +44,7 @@ class NamesrvConfig:
     scan_not_active_broker_interval_ms: int = 10_000
     broker_channel_expired_time_ms: int = 120_000
     server_channel_max_idle_time_seconds: int = 120
+    metrics_port: int = -1  # orbitmq's own: the Prometheus endpoint (-1 off, 0 a free port)
     extra: dict[str, str] = field(default_factory=dict)
 
     _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {
@@ -57,6 +58,7 @@ class NamesrvConfig:
         "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", int),
         "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", int),
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", int),
+        "metricsPort": ("metrics_port", int),
     }
 
     @classmethod

@@ -24,6 +24,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-p", "--port", type=int, help="listen port (default 9876; 0 = pick a free port)")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--kv-config-path", help="kvConfig.json location (default ~/namesrv/kvConfig.json)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="Prometheus endpoint port (overrides metricsPort; 0 = a free port)"
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
 
@@ -34,15 +37,27 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
         config.listen_port = args.port
     if args.kv_config_path:
         config.kv_config_path = args.kv_config_path
+    if args.metrics_port is not None:
+        config.metrics_port = args.metrics_port
     return config
 
 
 async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
     await app.start()
+    announce = [f"namesrv listening on {app.address}"]
+    metrics = None
     try:
-        await loop.wait_for_stop_signal([f"namesrv listening on {app.address}"])
+        if config.metrics_port >= 0:
+            from orbitmq.namesrv.metrics import NamesrvCollector
+            from orbitmq.transport.metrics_http import start_metrics
+
+            metrics = await start_metrics([NamesrvCollector(app)], host, config.metrics_port)
+            announce.append(f"metrics listening on {metrics.url}")
+        await loop.wait_for_stop_signal(announce)
     finally:
+        if metrics is not None:
+            await metrics.stop()
         await app.stop()
 
 

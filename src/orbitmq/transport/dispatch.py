@@ -14,6 +14,10 @@ finishes without suspending (a send to an ASYNC_FLUSH store, a pull that finds m
 once, without an asyncio Task per request (creating, scheduling and completing a Task cost more than
 many processors). Only a processor that suspends (a SYNC_FLUSH wait, drain) continues in a Task.
 
+Per route it counts answers by response code and times each request into fixed latency buckets (two
+perf_counter reads and a bisect per request, nothing allocated): the metrics endpoint reads them at
+scrape time through `RemotingServer.route_stats()`.
+
 This module must not know what any request code means.
 """
 
@@ -22,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import types
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from orbitmq.protocol.codes import ResponseCode
@@ -46,11 +52,40 @@ def exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+# Upper bounds (seconds) of the latency buckets; the last bucket counts everything slower.
+LATENCY_BOUNDS: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+)  # fmt: skip
+
+
+def _zero_buckets() -> list[int]:
+    return [0] * (len(LATENCY_BOUNDS) + 1)
+
+
+@dataclass(slots=True)
+class RouteStats:
+    """What one request code's route has seen (read by metrics; mutated only on the loop)."""
+
+    responses: dict[int, int] = field(default_factory=dict)  # response code -> count
+    latency_buckets: list[int] = field(default_factory=_zero_buckets)
+    latency_sum: float = 0.0
+    rejected_busy: int = 0
+
+    def observe(self, started: float, response: RemotingCommand | None) -> None:
+        elapsed = perf_counter() - started
+        self.latency_buckets[bisect_left(LATENCY_BOUNDS, elapsed)] += 1
+        self.latency_sum += elapsed
+        if response is not None:
+            code = response.code
+            self.responses[code] = self.responses.get(code, 0) + 1
+
+
 @dataclass(slots=True)
 class _Route:
     processor: Processor
     limit: int
     pending: int = 0
+    stats: RouteStats = field(default_factory=RouteStats)
 
 
 class Dispatcher:
@@ -62,6 +97,14 @@ class Dispatcher:
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.unsupported = 0  # requests with a code nobody serves
+
+    def route_stats(self) -> dict[int, RouteStats]:
+        """Request code -> its counters (-1: the default route)."""
+        table = {code: route.stats for code, route in self._routes.items()}
+        if self._default is not None:
+            table[-1] = self._default.stats
+        return table
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -77,6 +120,7 @@ class Dispatcher:
         """Connection callback: answer errors at once, run processors inline (a Task only if they wait)."""
         route = self._routes.get(request.code, self._default)
         if route is None:
+            self.unsupported += 1
             log.debug(
                 "%s: request code %d not supported (from %s)", self.name, request.code, conn.remote_address
             )
@@ -87,30 +131,35 @@ class Dispatcher:
                 conn.send(answer.response_to(request))
             return
         if route.pending >= route.limit:
+            route.stats.rejected_busy += 1
             if not request.is_oneway:
                 busy = RemotingCommand.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
                 conn.send(busy.response_to(request))
             return
         route.pending += 1
+        started = perf_counter()
         try:
             awaitable = route.processor(conn, request)
             if not isinstance(awaitable, Coroutine):
-                self._start_task(self._run(route, conn, request, awaitable))
+                self._start_task(self._run(route, conn, request, awaitable, started))
                 return
             yielded = awaitable.send(None)
         except StopIteration as stop:
             route.pending -= 1
+            route.stats.observe(started, stop.value)
             self._answer(conn, request, stop.value)
             return
         except Exception as exc:
             route.pending -= 1
-            self._answer(conn, request, self._failure(request, exc))
+            failure = self._failure(request, exc)
+            route.stats.observe(started, failure)
+            self._answer(conn, request, failure)
             return
         except BaseException:
             route.pending -= 1
             raise
         # The processor is waiting for something: the rest of it runs in a Task.
-        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded)))
+        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), started))
 
     def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -147,6 +196,7 @@ class Dispatcher:
         conn: Connection,
         request: RemotingCommand,
         awaitable: Awaitable[RemotingCommand | None],
+        started: float,
     ) -> None:
         try:
             response = await awaitable
@@ -156,6 +206,7 @@ class Dispatcher:
             response = self._failure(request, exc)
         finally:
             route.pending -= 1
+        route.stats.observe(started, response)
         if response is None or request.is_oneway or conn.closed:
             return
         response.response_to(request)

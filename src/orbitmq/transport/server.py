@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
-from orbitmq.transport.dispatch import Dispatcher, Processor
+from orbitmq.transport.dispatch import Dispatcher, Processor, RouteStats
 
 __all__ = ["ConnectionListener", "Processor", "RemotingServer"]
 
@@ -61,6 +61,14 @@ class RemotingServer:
     def register_default(self, processor: Processor) -> None:
         """Route every code without its own processor to `processor`."""
         self._dispatcher.register_default(processor)
+
+    def route_stats(self) -> dict[int, RouteStats]:
+        """Per request code: answers by response code and latency buckets (see transport/dispatch)."""
+        return self._dispatcher.route_stats()
+
+    @property
+    def unsupported_requests(self) -> int:
+        return self._dispatcher.unsupported
 
     def add_connection_listener(
         self, on_open: ConnectionListener | None = None, on_close: ConnectionListener | None = None

@@ -127,12 +127,15 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
                         },
                     )
                 )
-        return success(body=b'{"consumeTps":0.0,"offsetTable":' + object_key_map(entries) + b"}")
+        tps = app.stats.consume_tps(group, topic)
+        head = b'{"consumeTps":' + orjson.dumps(round(tps, 4)) + b',"offsetTable":'
+        return success(body=head + object_key_map(entries) + b"}")
 
     async def runtime_info(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         table: dict[str, str] = {}
         with contextlib.suppress(Exception):
             table.update(app.store.runtime_info())
+        table.update(app.stats.runtime_info())
         table.update(
             {
                 "brokerVersionDesc": "V4_9_7",

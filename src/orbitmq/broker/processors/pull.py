@@ -202,6 +202,7 @@ def process_pull(
     )
     if code == ResponseCode.SUCCESS:
         response.body_parts = list(result.buffers)
+        app.stats.get(group, topic, result.message_count, result.buffer_total_size)
     return response
 
 

@@ -346,7 +346,7 @@ class SendProcessor:
                         reconsume_times=reconsume_times,
                     )
                 )
-                return await self.respond(result, wait, queue_id)
+                return await self.respond(result, wait, queue_id, topic)
             props = decode_properties(properties_text)
             wait = props.pop(P.WAIT, "true") != "false"
             props[P.CLUSTER] = cluster
@@ -380,7 +380,7 @@ class SendProcessor:
                 reconsume_times=reconsume_times,
             )
             result = app.store.put_message(msg)
-        return await self.respond(result, wait, queue_id)
+        return await self.respond(result, wait, queue_id, topic)
 
     def _check_topic(
         self,
@@ -472,13 +472,17 @@ class SendProcessor:
         props[P.REAL_QID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1
 
-    async def respond(self, result: PutMessageResult, wait: bool, queue_id: int) -> RemotingCommand:
+    async def respond(
+        self, result: PutMessageResult, wait: bool, queue_id: int, topic: str
+    ) -> RemotingCommand:
         app = self.app
         status = result.status.name
         stored_code = _STORED_CODES.get(status)
         if stored_code is None:
             err_code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status))
             raise BadRequest(err_code, remark)
+        # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
+        app.stats.put(topic, result.msg_num, result.wrote_bytes)
         code: int = stored_code
         if code == ResponseCode.SUCCESS and wait and app.store.config.sync_flush:
             flushed = await self.wait_flush(result.end_offset)
@@ -596,7 +600,7 @@ class SendProcessor:
             reconsume_times=msg.reconsume_times + 1,
         )
         result = app.store.put_message(store_msg)
-        response = await self.respond(result, True, queue_id)
+        response = await self.respond(result, True, queue_id, topic)
         return RemotingCommand.response(response.code, response.remark)
 
 

@@ -9,6 +9,8 @@
   `store.commit()` every `commitIntervalCommitLog` (200 ms) -- appended messages become readable and are
   dispatched to consume queues (waking held pulls) only then. On the loop, because dispatch writes the
   consume queues and calls the arrival listeners, which belong to the store's single writer.
+- stats: rolls the broker's moving windows (`BrokerStats.roll`, every 5 s) and samples the store's
+  counters (every second), so TPS figures are over fixed windows, not "since whoever asked last".
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ async def persist_loop(app: BrokerApp) -> None:
                 app.schedule.persist()
             except Exception:
                 log.exception("persisting delay offsets failed")
+
+
+async def stats_loop(app: BrokerApp) -> None:
+    from orbitmq.broker.stats import ROLL_SECONDS
+
+    ticks = 0
+    per_roll = max(int(ROLL_SECONDS), 1)
+    while True:
+        await asyncio.sleep(1.0)
+        ticks += 1
+        try:
+            app.store.stats.sample()
+            if ticks % per_roll == 0:
+                app.stats.roll()
+        except Exception:
+            log.exception("rolling the stats windows failed")
 
 
 async def retention_loop(app: BrokerApp) -> None:

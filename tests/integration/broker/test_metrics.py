@@ -1,0 +1,107 @@
+"""The Prometheus endpoint of a real `orbitmq serve --metrics-port 0`: series move under sends and pulls,
+and they agree with GET_CONSUME_STATS / GET_BROKER_RUNTIME_INFO (one source of counters)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.testing.launch import start_serve
+from orbitmq.testing.process import ServerProcess
+
+from .conftest import Raw
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+@pytest.fixture(scope="module")
+def serve_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    workdir = tmp_path_factory.mktemp("metrics")
+    with start_serve(workdir, extra_args=("--metrics-port", "0")) as proc:
+        yield proc
+
+
+def metrics_url(proc: ServerProcess) -> str:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in Path(proc.stdout_path).read_text().splitlines():
+            if line.startswith("metrics listening on "):
+                return line.split()[-1]
+        time.sleep(0.05)
+    raise AssertionError("no 'metrics listening on' line")
+
+
+def scrape(url: str) -> Samples:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The one sample of `name` whose labels include `labels` (0.0 if there is none)."""
+    want = set(labels.items())
+    found = [v for (n, lbl), v in samples.items() if n == name and want <= lbl]
+    assert len(found) <= 1, (name, labels, found)
+    return found[0] if found else 0.0
+
+
+async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: ServerProcess) -> None:
+    url = metrics_url(serve_proc)
+    assert url.startswith("http://127.0.0.1:")
+    before = await asyncio.to_thread(scrape, url)
+    assert value(before, "orbitmq_topic_put_messages_total", topic="MetT") == 0
+    assert value(before, "orbitmq_namesrv_brokers") == 1
+    assert value(before, "process_resident_memory_bytes") > 0
+
+    await raw.create_topic("MetT", queues=2)
+    for i in range(5):
+        assert (await raw.send("MetT", b"m%d" % i, queue_id=0)).code == ResponseCode.SUCCESS
+    pulled = await raw.pull("MetT", 0, 0, group="met-g")
+    assert pulled.code == ResponseCode.SUCCESS
+    committed = await raw.call(
+        RequestCode.UPDATE_CONSUMER_OFFSET,
+        {"consumerGroup": "met-g", "topic": "MetT", "queueId": "0", "commitOffset": "2"},
+    )
+    assert committed.code == ResponseCode.SUCCESS
+
+    after = await asyncio.to_thread(scrape, url)
+    assert value(after, "orbitmq_topic_put_messages_total", topic="MetT") == 5
+    assert value(after, "orbitmq_topic_put_bytes_total", topic="MetT") > 5 * 2
+    assert value(after, "rocketmq_producer_tps", topic="MetT") > 0
+    assert value(after, "rocketmq_producer_offset", topic="MetT") == 5
+    assert value(after, "orbitmq_group_get_messages_total", topic="MetT", group="met-g") == 5
+    assert value(after, "rocketmq_consumer_tps", topic="MetT", group="met-g") > 0
+    assert value(after, "rocketmq_consumer_offset", topic="MetT", group="met-g") == 2
+    assert value(after, "rocketmq_group_diff", topic="MetT", group="met-g") == 3
+    assert value(after, "orbitmq_consumer_lag", topic="MetT", group="met-g", queueid="0") == 3
+    assert value(after, "orbitmq_consumer_lag", topic="MetT", group="met-g", queueid="1") == 0
+    sends = value(after, "orbitmq_requests_total", code="SEND_MESSAGE_V2", response="0")
+    assert sends - value(before, "orbitmq_requests_total", code="SEND_MESSAGE_V2", response="0") == 5
+    latency_count = value(after, "orbitmq_put_latency_seconds_count")
+    assert latency_count >= 5
+    assert value(after, "orbitmq_put_latency_seconds_bucket", le="+Inf") == latency_count
+    assert value(after, "orbitmq_connections") >= 1
+    assert value(after, "orbitmq_commitlog_bytes") > 0
+
+    # The admin requests read the same counters.
+    stats = await raw.call(RequestCode.GET_CONSUME_STATS, {"consumerGroup": "met-g", "topic": "MetT"})
+    consume_tps = orjson.loads(stats.body_bytes().split(b',"offsetTable"')[0] + b"}")["consumeTps"]
+    assert consume_tps > 0
+    info = orjson.loads((await raw.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body_bytes())["table"]
+    final = await asyncio.to_thread(scrape, url)
+    assert float(info["msgPutTotalTodayNow"]) == value(final, "rocketmq_brokeruntime_msg_put_total_today_now")
+    assert float(info["msgGetTotalTodayNow"]) == value(final, "rocketmq_brokeruntime_msg_gettotal_today_now")
+    assert int(info["msgGetTotalTodayNow"]) >= 5

@@ -1,0 +1,64 @@
+"""BrokerStats: per-topic/per-group counters and their one-minute moving windows (fake clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orbitmq.broker.stats import ROLL_SECONDS, BrokerStats
+from orbitmq.common.clock import FakeClock
+
+
+def roll_for(stats: BrokerStats, clock: FakeClock, seconds: float) -> None:
+    for _ in range(int(seconds / ROLL_SECONDS)):
+        clock.advance(ROLL_SECONDS)
+        stats.roll()
+
+
+def test_puts_and_gets_are_counted_per_topic_and_group() -> None:
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    stats.put("T", 3, 300)
+    stats.put("T", 1, 100)
+    stats.put("U", 2, 50)
+    stats.get("G", "T", 4, 400)
+    assert (stats.topic_put["T"].nums, stats.topic_put["T"].bytes, stats.topic_put["T"].times) == (4, 400, 2)
+    assert stats.group_get["G"]["T"].nums == 4
+    info = stats.runtime_info()
+    assert info["msgPutTotalTodayNow"] == "6"
+    assert info["msgGetTotalTodayNow"] == "4"
+
+
+def test_tps_is_over_the_last_minute_not_since_boot() -> None:
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    stats.get("G", "T", 0, 0)  # the item exists from t=0
+    roll_for(stats, clock, 120)  # two idle minutes
+    for _ in range(12):  # then 10 msg/s for a minute
+        stats.get("G", "T", 50, 5000)
+        clock.advance(ROLL_SECONDS)
+        stats.roll()
+    assert stats.consume_tps("G", "T") == pytest.approx(10.0, rel=0.1)
+    assert stats.consume_tps("G") == pytest.approx(10.0, rel=0.1)
+    roll_for(stats, clock, 120)  # the consumer stops: the window empties
+    assert stats.consume_tps("G", "T") == 0.0
+    assert stats.consume_tps("other") == 0.0
+
+
+def test_first_window_uses_the_items_zero_baseline() -> None:
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    stats.put("T", 0, 0)
+    clock.advance(2.0)
+    stats.put("T", 20, 2000)
+    assert stats.put_tps("T") == pytest.approx(10.0)
+
+
+def test_day_change_moves_the_morning_totals() -> None:
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    stats.put("T", 7, 70)
+    clock.advance(86400)
+    stats.roll()
+    info = stats.runtime_info()
+    assert info["msgPutTotalTodayMorning"] == "7"
+    assert info["msgPutTotalYesterdayMorning"] == "0"
