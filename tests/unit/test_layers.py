@@ -23,7 +23,7 @@ LEVELS: list[set[str]] = [
     {"replication"},
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
-    {"spark", "bench"},
+    {"spark", "bench", "console"},
     {"cli", "serve", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.

@@ -1,0 +1,78 @@
+"""`orbitmq console -n NAMESRV [--host 127.0.0.1] [--port 8080]`: the web console.
+
+An aiohttp application: the JSON API of console/api.py under /api, and one static page (index.html,
+app.js, style.css) served from the package, with its chart drawn as SVG by app.js itself -- no CDN,
+no third-party script, so it works offline. The first stdout line is
+`console listening on http://HOST:PORT/` (port 0 picks a free one; tests read it back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from orbitmq.admin.api import AdminClient
+from orbitmq.console.api import ADMIN, add_routes
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def _index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html")
+
+
+def build_app(namesrv: str, *, timeout: float = 5.0) -> web.Application:
+    app = web.Application()
+
+    async def open_admin(app: web.Application) -> None:
+        app[ADMIN] = AdminClient(namesrv, timeout=timeout)
+
+    async def close_admin(app: web.Application) -> None:
+        await app[ADMIN].close()
+
+    app.on_startup.append(open_admin)
+    app.on_cleanup.append(close_admin)
+    add_routes(app)
+    app.router.add_get("/", _index)
+    app.router.add_static("/static/", STATIC)
+    return app
+
+
+async def run(namesrv: str, host: str, port: int) -> None:
+    from orbitmq.transport import loop
+
+    runner = web.AppRunner(build_app(namesrv), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    try:
+        await loop.wait_for_stop_signal([f"console listening on http://{host}:{bound}/"])
+    finally:
+        await runner.cleanup()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="orbitmq console", description="Serve the orbitmq web console.")
+    parser.add_argument("-n", "--namesrv", required=True, help="nameserver address(es), ';'-separated")
+    parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="listen port (default 8080; 0 = a free port)")
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    from orbitmq.transport import loop
+
+    try:
+        loop.run(run(args.namesrv, args.host, args.port))
+    except OSError as exc:
+        print(f"orbitmq console: {exc}", file=sys.stderr)
+        return 1
+    return 0
