@@ -1,11 +1,15 @@
 """Text output of `orbitmq admin`: aligned tables as mqadmin prints them, key/value blocks, times.
 
-Pure string functions: no I/O, nothing about RocketMQ beyond how mqadmin lays its output out.
+String functions, nothing about RocketMQ beyond how mqadmin lays its output out. When stdout is a
+terminal (and NO_COLOR is unset), `format_table` draws the same cells as a rich table; piped or captured
+output keeps mqadmin's plain layout byte for byte, which is what scripts parse.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 
 import orjson
@@ -36,11 +40,35 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     for row in text_rows:
         for i, text in enumerate(row):
             widths[i] = max(widths[i], len(text))
+    if _rich_terminal():
+        return _rich_table(headers, text_rows)
     lines = []
     for row in [list(headers), *text_rows]:
         padded = [text.ljust(widths[i]) for i, text in enumerate(row[:-1])]
         lines.append(COLUMN_GAP.join([*padded, row[-1]]).rstrip())
     return "\n".join(lines)
+
+
+def _rich_terminal() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _rich_table(headers: Sequence[str], rows: list[list[str]]) -> str:
+    """The cells as a rich table, rendered to text for the terminal's width."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(header_style="bold cyan")
+    for header in headers:
+        table.add_column(header.lstrip("#"))
+    for row in rows:
+        table.add_row(*(Text(c) for c in row))  # Text: a "[...]" in a cell is not rich markup
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=Console().width).print(table)
+    return out.getvalue().rstrip("\n")
 
 
 def format_pairs(pairs: Mapping[str, object] | Iterable[tuple[str, object]], *, sep: str = ": ") -> str:
