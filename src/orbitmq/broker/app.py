@@ -126,8 +126,14 @@ class BrokerApp:
         self._store = MessageStore(
             store_config, clock=self.clock, store_host=(self.config.broker_ip1, self.port)
         )
+        from orbitmq.broker.recovery_progress import RecoveryReporter
+
+        reporter = RecoveryReporter()
         try:
-            self._store.load()
+            try:
+                self._store.load(progress=reporter)
+            finally:
+                reporter.close()
             self.topics.load()
             self.subscription_groups.load()
             self.offsets.load()
