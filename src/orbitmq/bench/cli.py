@@ -35,7 +35,7 @@ from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.peers import default_peers_dir, load_peer, parse_peer_list
 from orbitmq.bench.progress import Progress
 from orbitmq.bench.result import Measurement, measurement_from_dict
-from orbitmq.bench.table import json_document, render_table, short_note
+from orbitmq.bench.table import json_document, render, short_note
 
 ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
 # `--quick`: defaults short enough for `orbitmq bench all --serve --quick` to finish in minutes; flags
@@ -453,7 +453,7 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     if args.table_from is not None:
         doc = orjson.loads(args.table_from.read_bytes())
-        print(render_table([measurement_from_dict(r) for r in doc["results"]]))
+        print(render([measurement_from_dict(r) for r in doc["results"]]))
         return 0
     if not args.workloads:
         parser.error("name at least one workload (W1..W10 or all)")
@@ -504,6 +504,6 @@ def main(argv: list[str]) -> int:
             orjson.dumps(json_document(bench.results, meta(args, workloads, peers))).decode() + "\n"
         )
     else:
-        print(render_table(bench.results))
+        print(render(bench.results))
     failed = [m for m in bench.results if m.skipped and m.note.startswith("failed")]
     return 1 if failed else 0

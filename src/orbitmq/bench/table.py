@@ -2,12 +2,15 @@
 
 Rows are grouped by (workload, case); within a group the first orbitmq row (the client library when it
 ran, else the raw driver) is the reference and each peer row shows the ratio "orbitmq ×" (> 1 = orbitmq
-better). Pure: strings in, strings out.
+better). Pure: strings in, strings out. `render` picks a rich table when stdout is a terminal and the
+plain layout (what scripts and bench/README.md quote) otherwise.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,6 +130,44 @@ def render_table(measurements: Sequence[Measurement]) -> str:
         lines.append("W7: msgs/s = rows/s; each note gives the row's ratio to the run's Arrow ceiling.")
     lines += notes
     return "\n".join(lines)
+
+
+def render(measurements: Sequence[Measurement]) -> str:
+    if sys.stdout.isatty() and "NO_COLOR" not in os.environ:
+        return render_rich_table(measurements)
+    return render_table(measurements)
+
+
+def render_rich_table(measurements: Sequence[Measurement], width: int | None = None) -> str:
+    """The same rows and notes as `render_table`, drawn by rich (orbitmq rows bold, ratios colored)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    plain = render_table(measurements).splitlines()
+    table = Table(header_style="bold cyan")
+    for column in COLUMNS:
+        table.add_column(column, justify="right" if column in RIGHT_ALIGNED else "left")
+    for group in group_rows(measurements):
+        reference = next((m for m in group if is_orbitmq(m.system) and not m.skipped), None)
+        for m in group:
+            cells = row_cells(m, reference)
+            style = "bold" if is_orbitmq(m.system) else ("dim" if m.skipped else None)
+            texts = [Text(c) for c in cells]
+            ratio_text = cells[COLUMNS.index("orbitmq ×")]
+            if ratio_text not in ("", "-"):
+                texts[COLUMNS.index("orbitmq ×")].stylize("green" if float(ratio_text) >= 1 else "red")
+            table.add_row(*texts, style=style)
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=width or Console().width)
+    console.print(table)
+    # The legend and notes: everything after the plain table's rows.
+    rows = sum(len(g) for g in group_rows(measurements))
+    for line in plain[2 + rows :]:
+        console.print(Text(line))
+    return out.getvalue().rstrip("\n")
 
 
 def json_document(measurements: Sequence[Measurement], meta: dict[str, Any]) -> dict[str, Any]:

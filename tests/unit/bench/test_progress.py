@@ -34,3 +34,22 @@ def test_tty_mode_rewrites_one_line_and_clears_it() -> None:
     assert text.count("\r") >= 3  # two refreshes and the clearing
     assert "[draining]" in text
     assert text.endswith("done\n")
+
+
+def test_a_detected_terminal_gets_a_rich_bar_that_is_cleared() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    p = Progress(out)
+    assert p.rich
+    p.begin("W1 1 sender orbitmq", 5.0)
+    p.count = 4321
+    p.tick()
+    p.set_phase("draining")
+    p.tick()
+    p.end("W1 1 sender orbitmq: 4,321 msgs")
+    text = out.getvalue()
+    assert "W1 1 sender orbitmq" in text
+    assert text.rstrip().endswith("W1 1 sender orbitmq: 4,321 msgs")
