@@ -4,6 +4,7 @@ An aiohttp application: the JSON API of console/api.py under /api, and one stati
 app.js, style.css) served from the package, with its chart drawn as SVG by app.js itself -- no CDN,
 no third-party script, so it works offline. The first stdout line is
 `console listening on http://HOST:PORT/` (port 0 picks a free one; tests read it back).
+`orbitmq serve --console-port PORT` runs the same app inside the serve process.
 """
 
 from __future__ import annotations
@@ -42,16 +43,22 @@ def build_app(namesrv: str, *, timeout: float = 5.0) -> web.Application:
     return app
 
 
-async def run(namesrv: str, host: str, port: int) -> None:
-    from orbitmq.transport import loop
-
+async def start_console(namesrv: str, host: str, port: int) -> tuple[web.AppRunner, str]:
+    """Serve the console on the running loop; returns the runner (cleanup() stops it) and its URL."""
     runner = web.AppRunner(build_app(namesrv), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
+    return runner, f"http://{host}:{bound}/"
+
+
+async def run(namesrv: str, host: str, port: int) -> None:
+    from orbitmq.transport import loop
+
+    runner, url = await start_console(namesrv, host, port)
     try:
-        await loop.wait_for_stop_signal([f"console listening on http://{host}:{bound}/"])
+        await loop.wait_for_stop_signal([f"console listening on {url}"])
     finally:
         await runner.cleanup()
 

@@ -25,18 +25,18 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 @pytest.fixture(scope="module")
 def serve_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     workdir = tmp_path_factory.mktemp("metrics")
-    with start_serve(workdir, extra_args=("--metrics-port", "0")) as proc:
+    with start_serve(workdir, extra_args=("--metrics-port", "0", "--console-port", "0")) as proc:
         yield proc
 
 
-def metrics_url(proc: ServerProcess) -> str:
+def listening_url(proc: ServerProcess, what: str = "metrics") -> str:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for line in Path(proc.stdout_path).read_text().splitlines():
-            if line.startswith("metrics listening on "):
+            if line.startswith(f"{what} listening on "):
                 return line.split()[-1]
         time.sleep(0.05)
-    raise AssertionError("no 'metrics listening on' line")
+    raise AssertionError(f"no '{what} listening on' line")
 
 
 def scrape(url: str) -> Samples:
@@ -59,7 +59,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: ServerProcess) -> None:
-    url = metrics_url(serve_proc)
+    url = listening_url(serve_proc)
     assert url.startswith("http://127.0.0.1:")
     before = await asyncio.to_thread(scrape, url)
     assert value(before, "orbitmq_topic_put_messages_total", topic="MetT") == 0
@@ -105,3 +105,12 @@ async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: S
     assert float(info["msgPutTotalTodayNow"]) == value(final, "rocketmq_brokeruntime_msg_put_total_today_now")
     assert float(info["msgGetTotalTodayNow"]) == value(final, "rocketmq_brokeruntime_msg_gettotal_today_now")
     assert int(info["msgGetTotalTodayNow"]) >= 5
+
+
+def test_serve_console_port_serves_the_console(serve_proc: ServerProcess) -> None:
+    url = listening_url(serve_proc, "console")
+    with urllib.request.urlopen(url + "api/cluster", timeout=5) as response:
+        cluster = orjson.loads(response.read())
+    assert [b["brokerName"] for b in cluster["brokers"]] == ["broker-a"]
+    with urllib.request.urlopen(url, timeout=5) as response:
+        assert b"orbitmq console" in response.read()
