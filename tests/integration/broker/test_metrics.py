@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
-from orbitmq.testing.launch import start_serve
+from orbitmq.testing.launch import start_broker, start_namesrv, start_serve
 from orbitmq.testing.process import ServerProcess
 
 from .conftest import Raw
@@ -114,3 +114,19 @@ def test_serve_console_port_serves_the_console(serve_proc: ServerProcess) -> Non
     assert [b["brokerName"] for b in cluster["brokers"]] == ["broker-a"]
     with urllib.request.urlopen(url, timeout=5) as response:
         assert b"orbitmq console" in response.read()
+
+
+def test_standalone_namesrv_and_broker_take_metrics_port_from_their_conf(tmp_path: Path) -> None:
+    with (
+        start_namesrv(tmp_path, metricsPort=0) as namesrv,
+        start_broker(tmp_path, namesrv.address, metricsPort=0) as broker,
+    ):
+        ns_url, broker_url = listening_url(namesrv), listening_url(broker)
+        assert ns_url != broker_url
+        deadline = time.monotonic() + 10
+        while value(scrape(ns_url), "orbitmq_namesrv_brokers") != 1:  # registration is asynchronous
+            assert time.monotonic() < deadline, "the broker never showed up in the namesrv's metrics"
+            time.sleep(0.1)
+        broker_samples = scrape(broker_url)
+        assert value(broker_samples, "rocketmq_brokeruntime_msg_put_total_today_now", broker="broker-a") == 0
+        assert "orbitmq_namesrv_brokers" not in {name for name, _ in broker_samples}
