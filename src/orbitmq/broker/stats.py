@@ -41,15 +41,16 @@ class StatItem:
 
     def rates(self, now: float, span: float = 60.0) -> tuple[float, float]:
         """(messages/s, bytes/s) over about the last `span` seconds: live counts against the oldest
-        snapshot inside the span (the newest one when the timer has not run for longer than that)."""
+        snapshot inside the span (the newest one when the timer has not run for longer than that), over
+        at least one roll interval."""
         base = self._snapshots[-1]
         for snap in self._snapshots:
             if now - snap[0] <= span:
                 base = snap
                 break
-        elapsed = now - base[0]
-        if elapsed <= 0:
-            return 0.0, 0.0
+        # Never divide by less than one roll interval: a counter that is seconds old would otherwise
+        # report a spike (its first burst over a tiny elapsed time).
+        elapsed = max(now - base[0], ROLL_SECONDS)
         return (self.nums - base[1]) / elapsed, (self.bytes - base[2]) / elapsed
 
 

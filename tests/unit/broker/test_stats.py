@@ -44,13 +44,17 @@ def test_tps_is_over_the_last_minute_not_since_boot() -> None:
     assert stats.consume_tps("other") == 0.0
 
 
-def test_first_window_uses_the_items_zero_baseline() -> None:
+def test_first_window_uses_the_items_zero_baseline_over_at_least_one_interval() -> None:
     clock = FakeClock()
     stats = BrokerStats(clock)
     stats.put("T", 0, 0)
-    clock.advance(2.0)
-    stats.put("T", 20, 2000)
-    assert stats.put_tps("T") == pytest.approx(10.0)
+    clock.advance(8.0)
+    stats.put("T", 40, 4000)
+    assert stats.put_tps("T") == pytest.approx(5.0)  # before the timer ran: since the item appeared
+    young = BrokerStats(clock)
+    young.put("T", 20, 2000)
+    clock.advance(0.1)
+    assert young.put_tps("T") == pytest.approx(20 / ROLL_SECONDS)  # no spike from a tiny elapsed time
 
 
 def test_day_change_moves_the_morning_totals() -> None:

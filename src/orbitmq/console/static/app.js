@@ -105,22 +105,37 @@ async function pollGroup() {
 }
 
 function polyline(values, max, cls) {
-  const svg = "http://www.w3.org/2000/svg";
-  const line = document.createElementNS(svg, "polyline");
+  const line = svgNode("polyline", {});
   // The points spread over the whole width (a new chart is not a sliver at the right edge).
   const step = 600 / Math.max(values.length - 1, 1);
-  line.setAttribute("points", values.map((v, i) => `${(i * step).toFixed(1)},${(195 - 185 * v / max).toFixed(1)}`).join(" "));
+  line.setAttribute("points", values.map((v, i) => `${(i * step).toFixed(1)},${(195 - 170 * v / max).toFixed(1)}`).join(" "));
   line.setAttribute("class", cls);
   return line;
+}
+
+function svgNode(tag, attrs, text) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
 }
 
 function drawChart() {
   const chart = $("#lag-chart");
   const lags = history.map((p) => p.lag);
   const tps = history.map((p) => p.tps);
+  const lagMax = Math.max(1, ...lags);
+  const tpsMax = Math.max(1, ...tps);
+  // Grid lines at quarters; each line's scale is labelled in its own color (left: lag, right: TPS).
+  const grid = [0.25, 0.5, 0.75, 1].map((f) => svgNode("line", { x1: 0, x2: 600, y1: 195 - 170 * f, y2: 195 - 170 * f, class: "grid" }));
+  const seconds = history.length > 1 ? Math.round((history[history.length - 1].t - history[0].t) / 1000) : 0;
   chart.replaceChildren(
-    polyline(lags, Math.max(1, ...lags), "lag"),
-    polyline(tps, Math.max(1, ...tps), "tps"),
+    ...grid,
+    polyline(lags, lagMax, "lag"),
+    polyline(tps, tpsMax, "tps"),
+    svgNode("text", { x: 4, y: 14, class: "lag-label" }, `${lagMax} msgs`),
+    svgNode("text", { x: 596, y: 14, class: "tps-label", "text-anchor": "end" }, `${tpsMax.toFixed(1)} msg/s`),
+    svgNode("text", { x: 596, y: 192, class: "axis-label", "text-anchor": "end" }, `last ${seconds} s`),
   );
   chart.dataset.points = String(history.length);
   chart.dataset.last = String(lags.length ? lags[lags.length - 1] : 0);
