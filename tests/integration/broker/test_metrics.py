@@ -11,15 +11,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.testing.launch import start_broker, start_namesrv, start_serve
+from orbitmq.testing.metrics import listening_url, scrape, value
 from orbitmq.testing.process import ServerProcess
 
 from .conftest import Raw
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 @pytest.fixture(scope="module")
@@ -27,35 +25,6 @@ def serve_proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
     workdir = tmp_path_factory.mktemp("metrics")
     with start_serve(workdir, extra_args=("--metrics-port", "0", "--console-port", "0")) as proc:
         yield proc
-
-
-def listening_url(proc: ServerProcess, what: str = "metrics") -> str:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        for line in Path(proc.stdout_path).read_text().splitlines():
-            if line.startswith(f"{what} listening on "):
-                return line.split()[-1]
-        time.sleep(0.05)
-    raise AssertionError(f"no '{what} listening on' line")
-
-
-def scrape(url: str) -> Samples:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        assert response.headers["Content-Type"].startswith("text/plain")
-        text = response.read().decode()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    """The one sample of `name` whose labels include `labels` (0.0 if there is none)."""
-    want = set(labels.items())
-    found = [v for (n, lbl), v in samples.items() if n == name and want <= lbl]
-    assert len(found) <= 1, (name, labels, found)
-    return found[0] if found else 0.0
 
 
 async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: ServerProcess) -> None:
