@@ -1,15 +1,16 @@
 """`orbitmq serve`: a NameServer and a Broker in one process, the quick start.
 
     orbitmq serve [--port 9876] [--broker-port 10911] [--store DIR] [--flush-disk-type ASYNC_FLUSH]
-                  [--metrics-port PORT] [--console-port PORT] [-c broker.conf]
+                  [-c broker.conf]
 
 Both listen on 127.0.0.1. `--port 0` picks free ports for both (unless --broker-port is given). The
 store lives in --store, else $ORBITMQ_HOME/store, else ~/.orbitmq/store. The first stdout lines are
 `namesrv listening on ...` and `broker NAME listening on ...` (flushed). Ctrl-C or SIGTERM stops both
-cleanly (the broker first, so it can unregister). With --metrics-port (or metricsPort in the conf) one
-Prometheus endpoint serves both the broker's and the nameserver's series; its line is
-`metrics listening on http://HOST:PORT/metrics`. --console-port serves the web console (console/) from
-the same process (`console listening on http://HOST:PORT/`).
+cleanly (the broker first, so it can unregister).
+
+`--metrics-port PORT` (or metricsPort in the conf; 0 = a free port) serves the broker's and the
+nameserver's Prometheus series on one endpoint, `--console-port PORT` the web console; each prints its
+`metrics listening on URL` / `console listening on URL` line after the two above (console/embedded.py).
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from orbitmq.broker.config import BrokerConfig, parse_properties_text
-
-if TYPE_CHECKING:
-    from aiohttp.web import AppRunner
 
 
 def default_home() -> Path:
@@ -50,11 +47,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--flush-disk-type", choices=("SYNC_FLUSH", "ASYNC_FLUSH"), help="flushDiskType")
     parser.add_argument(
-        "--metrics-port", type=int, help="Prometheus endpoint port (off unless set; 0 = a free port)"
+        "--metrics-port", type=int, help="Prometheus endpoint (off unless set; 0 = free port)"
     )
-    parser.add_argument(
-        "--console-port", type=int, help="also serve the web console on this port (0 = a free port)"
-    )
+    parser.add_argument("--console-port", type=int, help="serve the web console too (0 = a free port)")
     parser.add_argument("-c", "--config", help="broker.conf for anything else (RocketMQ property names)")
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return parser.parse_args(argv)
@@ -77,8 +72,6 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
         props["storePathRootDir"] = args.store
     if args.flush_disk_type:
         props["flushDiskType"] = args.flush_disk_type
-    if args.metrics_port is not None:
-        props["metricsPort"] = str(args.metrics_port)
     return BrokerConfig.from_properties(props)
 
 
@@ -102,35 +95,28 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     except BaseException:
         await namesrv.stop()
         raise
-    announce = [
-        f"namesrv listening on {namesrv.address}",
-        f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
-    ]
-    metrics = None
-    console: AppRunner | None = None
+    from orbitmq.console.embedded import OpsEndpoints
+
+    ops = OpsEndpoints()
+    metrics_port = broker_config.metrics_port if args.metrics_port is None else args.metrics_port
     try:
-        if broker_config.metrics_port >= 0:
-            # Imported only here: a serve without metrics never loads prometheus_client or aiohttp.
-            from orbitmq.broker.metrics import BrokerCollector
-            from orbitmq.namesrv.metrics import NamesrvCollector
-            from orbitmq.transport.metrics_http import start_metrics
-
-            metrics = await start_metrics(
-                [BrokerCollector(broker), NamesrvCollector(namesrv)], "127.0.0.1", broker_config.metrics_port
-            )
-            announce.append(f"metrics listening on {metrics.url}")
-        if args.console_port is not None:
-            from orbitmq.console.app import start_console
-
-            console, url = await start_console(namesrv.address, "127.0.0.1", args.console_port)
-            announce.append(f"console listening on {url}")
-        await loop.wait_for_stop_signal(announce)
+        await ops.start(
+            broker=broker,
+            namesrv=namesrv,
+            host="127.0.0.1",
+            metrics_port=metrics_port,
+            console_port=args.console_port,
+        )
+        await loop.wait_for_stop_signal(
+            [
+                f"namesrv listening on {namesrv.address}",
+                f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
+                *ops.announce,
+            ]
+        )
     finally:
         try:
-            if console is not None:
-                await console.cleanup()
-            if metrics is not None:
-                await metrics.stop()
+            await ops.stop()
             await broker.stop()
         finally:
             await namesrv.stop()

@@ -23,7 +23,8 @@ LEVELS: list[set[str]] = [
     {"replication"},
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
-    {"spark", "bench", "console"},
+    {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing
+    {"spark", "bench"},
     {"cli", "serve", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.

@@ -126,14 +126,8 @@ class BrokerApp:
         self._store = MessageStore(
             store_config, clock=self.clock, store_host=(self.config.broker_ip1, self.port)
         )
-        from orbitmq.broker.recovery_progress import RecoveryReporter
-
-        reporter = RecoveryReporter()
         try:
-            try:
-                self._store.load(progress=reporter)
-            finally:
-                reporter.close()
+            self._store.load()
             self.topics.load()
             self.subscription_groups.load()
             self.offsets.load()

@@ -7,8 +7,7 @@ storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchange
 
 A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
 heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
-`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
-`metricsPort` (the Prometheus endpoint, off by default; RocketMQ runs a separate exporter).
+`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -81,6 +80,8 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    # orbitmq's own `metricsPort`: the Prometheus endpoint (-1 off, 0 a free port), bound to brokerIP1.
+    metrics_port: int = -1
     register_name_server_period: int = 30000
     register_broker_timeout_mills: int = 6000
     force_register: bool = True
@@ -98,8 +99,6 @@ class BrokerConfig:
     client_housekeeping_interval: int = 10000
     rebalance_lock_max_live_time: int = 60000
     retention_check_interval: int = 10000
-    # Prometheus endpoint (`metricsPort`): -1 = off, 0 = a free port; bound to brokerIP1.
-    metrics_port: int = -1
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

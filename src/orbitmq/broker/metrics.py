@@ -259,9 +259,6 @@ class BrokerCollector(Collector):
             "Requests answered, by request and response code",
             labels=[*base, "code", "response"],
         )
-        busy = CounterMetricFamily(
-            "orbitmq_requests_rejected_busy", "Requests refused with SYSTEM_BUSY", labels=[*base, "code"]
-        )
         latency = HistogramMetricFamily(
             "orbitmq_put_latency_seconds",
             "Send request latency (store, flush and replication waits)",
@@ -269,12 +266,10 @@ class BrokerCollector(Collector):
         )
         buckets = [0] * (len(LATENCY_BOUNDS) + 1)
         latency_sum = 0.0
-        for code, route in app.server.route_stats().items():
+        for code, route in app.server.dispatcher.route_stats().items():
             name = _code_name(code)
             for response, count in route.responses.items():
                 requests.add_metric([*ids, name, str(response)], count)
-            if route.rejected_busy:
-                busy.add_metric([*ids, name], route.rejected_busy)
             if code in SEND_CODES:
                 buckets = [a + b for a, b in zip(buckets, route.latency_buckets, strict=True)]
                 latency_sum += route.latency_sum
@@ -284,4 +279,4 @@ class BrokerCollector(Collector):
             cumulative += count
             pairs.append((bound, cumulative))
         latency.add_metric(ids, pairs, latency_sum)
-        yield from (requests, busy, latency)
+        yield from (requests, latency)

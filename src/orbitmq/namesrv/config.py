@@ -39,12 +39,12 @@ class NamesrvConfig:
         default_factory=lambda: os.path.join(_home(), "namesrv", "namesrv.properties")
     )
     product_env_name: str = "center"
+    metrics_port: int = -1  # orbitmq's own: the Prometheus endpoint (-1 off, 0 a free port)
     cluster_test: bool = False
     order_message_enable: bool = False
     scan_not_active_broker_interval_ms: int = 10_000
     broker_channel_expired_time_ms: int = 120_000
     server_channel_max_idle_time_seconds: int = 120
-    metrics_port: int = -1  # orbitmq's own: the Prometheus endpoint (-1 off, 0 a free port)
     extra: dict[str, str] = field(default_factory=dict)
 
     _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {
@@ -53,12 +53,12 @@ class NamesrvConfig:
         "kvConfigPath": ("kv_config_path", str),
         "configStorePath": ("config_store_path", str),
         "productEnvName": ("product_env_name", str),
+        "metricsPort": ("metrics_port", int),
         "clusterTest": ("cluster_test", _bool),
         "orderMessageEnable": ("order_message_enable", _bool),
         "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", int),
         "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", int),
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", int),
-        "metricsPort": ("metrics_port", int),
     }
 
     @classmethod

@@ -43,7 +43,7 @@ class NamesrvCollector(Collector):
             "Requests answered, by request and response code",
             labels=[*labels, "code", "response"],
         )
-        for code, route in app.server.route_stats().items():
+        for code, route in app.server.dispatcher.route_stats().items():
             try:
                 name = RequestCode(code).name
             except ValueError:

@@ -43,7 +43,7 @@ from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
 from orbitmq.store.flush import FlushCallback, FlushService
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.reads import ReadPath
-from orbitmq.store.recovery import RecoveryProgress, rebuild_topic_queue_table, recover
+from orbitmq.store.recovery import rebuild_topic_queue_table, recover
 from orbitmq.store.results import (
     GetMessageResult,
     PutMessageResult,
@@ -121,10 +121,9 @@ class MessageStore:
         self.last_exit_ok = True
 
     # ---- lifecycle ------------------------------------------------------------------------------
-    def load(self, progress: RecoveryProgress | None = None) -> bool:
+    def load(self) -> bool:
         """Lock the directory, open every file and recover (fact sheet 6.7). Returns whether the last exit
-        was clean. Raises StoreError if the directory is locked by another process or a file is corrupt.
-        `progress(phase, done, total)` is told how recovery advances (recovery.py)."""
+        was clean. Raises StoreError if the directory is locked by another process or a file is corrupt."""
         config = self.config
         os.makedirs(config.store_path_root_dir, exist_ok=True)
         self._take_lock()
@@ -144,7 +143,6 @@ class MessageStore:
                 last_exit_ok=self.last_exit_ok,
                 check_crc=config.check_crc_on_recover,
                 index_safe=config.message_index_safe,
-                progress=progress,
             )
             self.commit_log.last_store_timestamp = max(
                 self.commit_log.last_store_timestamp, self.checkpoint.physic_msg_timestamp

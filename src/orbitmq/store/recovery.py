@@ -15,11 +15,6 @@ Order (each step relies on the previous one):
    the chosen segment are only rebuilt with `message_index_safe` (the start is then chosen by the
    index checkpoint too);
 5. topicQueueTable is rebuilt from the queues' max offsets and min offsets are corrected.
-
-Progress: the caller may pass `progress(phase, done_bytes, total_bytes)`; it is called after each
-scanned segment ("scan") and after each `REDISPATCH_CHUNK` bytes re-dispatched ("dispatch"). The
-re-dispatch always runs in such chunks (a chunk may end inside a record: the dispatcher stops before
-it and the next chunk continues there), so the tested path is the one that reports.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ import logging
 import mmap
 import struct
 import zlib
-from collections.abc import Callable
 
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.record_layout import (
@@ -55,9 +49,6 @@ _LONG = struct.Struct(">q")
 _MAGIC = struct.Struct(">I")
 BLANK = -1
 INVALID = -2
-REDISPATCH_CHUNK = 64 << 20
-
-RecoveryProgress = Callable[[str, int, int], None]
 
 
 def _check_record(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) -> RecordHeader | int:
@@ -142,16 +133,12 @@ def _scan_segment(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) ->
         pos = record_end
 
 
-def scan_valid_end(
-    files: MappedFileQueue, start_index: int, *, check_crc: bool, progress: RecoveryProgress | None = None
-) -> int:
+def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool) -> int:
     """The offset just past the last valid record, scanning from segment `start_index`."""
     segments = files.files
     if not segments:
         return 0
     index = start_index
-    first = segments[start_index].file_from_offset
-    total = files.max_offset - first
     while True:
         f = segments[index]
         mm = f.mm
@@ -160,8 +147,6 @@ def scan_valid_end(
             pos, what = _scan_segment(mm, view, 0, check_crc)
         finally:
             view.release()  # an exported view would keep the mmap from being closed
-        if progress is not None:
-            progress("scan", min(f.file_from_offset + pos - first, total), total)
         if what == BLANK and index + 1 < len(segments):
             index += 1
             continue
@@ -220,8 +205,6 @@ def recover(
     last_exit_ok: bool,
     check_crc: bool,
     index_safe: bool,
-    progress: RecoveryProgress | None = None,
-    chunk: int | None = None,
 ) -> int:
     """Recover the store in place; returns the commit log's end offset (`processOffset`)."""
     for cq in queues.snapshot():
@@ -234,7 +217,7 @@ def recover(
         limit = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
         start_index = choose_abnormal_start(files, limit)
     if segments:
-        process_offset = scan_valid_end(files, start_index, check_crc=check_crc, progress=progress)
+        process_offset = scan_valid_end(files, start_index, check_crc=check_crc)
         start_offset = segments[start_index].file_from_offset
     else:
         # No log at all: the derived files describe nothing that exists.
@@ -263,15 +246,7 @@ def recover(
     reput = max(reput, min_offset)
     dispatcher.reput_offset = reput
     rebuild_topic_queue_table(commit_log, queues)
-    end = first = dispatcher.reput_offset
-    total = max(process_offset - first, 0)
-    while True:
-        end = min(end + max(chunk or REDISPATCH_CHUNK, 1), process_offset)
-        dispatcher.dispatch_from_log(end)
-        if progress is not None:
-            progress("dispatch", min(max(dispatcher.reput_offset - first, 0), total), total)
-        if end >= process_offset:
-            break
+    dispatcher.dispatch_from_log(process_offset)
     rebuild_topic_queue_table(commit_log, queues)
     return process_offset
 

@@ -16,7 +16,7 @@ many processors). Only a processor that suspends (a SYNC_FLUSH wait, drain) cont
 
 Per route it counts answers by response code and times each request into fixed latency buckets (two
 perf_counter reads and a bisect per request, nothing allocated): the metrics endpoint reads them at
-scrape time through `RemotingServer.route_stats()`.
+scrape time through `Dispatcher.route_stats()` (`RemotingServer.dispatcher`).
 
 This module must not know what any request code means.
 """
@@ -69,7 +69,6 @@ class RouteStats:
     responses: dict[int, int] = field(default_factory=dict)  # response code -> count
     latency_buckets: list[int] = field(default_factory=_zero_buckets)
     latency_sum: float = 0.0
-    rejected_busy: int = 0
 
     def observe(self, started: float, response: RemotingCommand | None) -> None:
         elapsed = perf_counter() - started
@@ -97,14 +96,6 @@ class Dispatcher:
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.unsupported = 0  # requests with a code nobody serves
-
-    def route_stats(self) -> dict[int, RouteStats]:
-        """Request code -> its counters (-1: the default route)."""
-        table = {code: route.stats for code, route in self._routes.items()}
-        if self._default is not None:
-            table[-1] = self._default.stats
-        return table
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -116,11 +107,17 @@ class Dispatcher:
         route = self._routes.get(code)
         return route.pending if route is not None else 0
 
+    def route_stats(self) -> dict[int, RouteStats]:
+        """Request code -> its counters (-1: the default route)."""
+        table = {code: route.stats for code, route in self._routes.items()}
+        if self._default is not None:
+            table[-1] = self._default.stats
+        return table
+
     def handle(self, conn: Connection, request: RemotingCommand) -> None:
         """Connection callback: answer errors at once, run processors inline (a Task only if they wait)."""
         route = self._routes.get(request.code, self._default)
         if route is None:
-            self.unsupported += 1
             log.debug(
                 "%s: request code %d not supported (from %s)", self.name, request.code, conn.remote_address
             )
@@ -131,7 +128,6 @@ class Dispatcher:
                 conn.send(answer.response_to(request))
             return
         if route.pending >= route.limit:
-            route.stats.rejected_busy += 1
             if not request.is_oneway:
                 busy = RemotingCommand.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
                 conn.send(busy.response_to(request))

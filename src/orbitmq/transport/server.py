@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
-from orbitmq.transport.dispatch import Dispatcher, Processor, RouteStats
+from orbitmq.transport.dispatch import Dispatcher, Processor
 
 __all__ = ["ConnectionListener", "Processor", "RemotingServer"]
 
@@ -61,14 +61,6 @@ class RemotingServer:
     def register_default(self, processor: Processor) -> None:
         """Route every code without its own processor to `processor`."""
         self._dispatcher.register_default(processor)
-
-    def route_stats(self) -> dict[int, RouteStats]:
-        """Per request code: answers by response code and latency buckets (see transport/dispatch)."""
-        return self._dispatcher.route_stats()
-
-    @property
-    def unsupported_requests(self) -> int:
-        return self._dispatcher.unsupported
 
     def add_connection_listener(
         self, on_open: ConnectionListener | None = None, on_close: ConnectionListener | None = None
@@ -159,3 +151,8 @@ class RemotingServer:
                         "%s: closing %s idle for more than %ss", self.name, conn.remote_address, idle_timeout
                     )
                     conn.close(f"idle for more than {idle_timeout}s")
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The request router (its `route_stats()` feed the metrics endpoint)."""
+        return self._dispatcher

@@ -192,39 +192,3 @@ def test_corrupt_consume_queue_file_size_fails_load_and_releases_everything(tmp_
         assert s.get_max_offset_in_queue("TopicTest", 0) == 2
     finally:
         s.shutdown()
-
-
-def test_chunked_redispatch_reports_progress_and_rebuilds_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Re-dispatch in chunks that end inside records (97 bytes) rebuilds exactly what one pass does,
-    and the progress callback sees both phases up to their totals."""
-    from orbitmq.store import recovery
-
-    clock = FakeClock()
-    s = _open(tmp_path, clock, message_index_safe=True)
-    results = _fill(s, clock, 300)
-    s.flush()
-    s.abort()
-    shutil.rmtree(tmp_path / "consumequeue")
-    monkeypatch.setattr(recovery, "REDISPATCH_CHUNK", 97)
-    seen: list[tuple[str, int, int]] = []
-    s = MessageStore(small_config(tmp_path, message_index_safe=True), clock=clock)
-    s.load(progress=lambda phase, done, total: seen.append((phase, done, total)))
-    s.start()
-    try:
-        assert [s.get_max_offset_in_queue("TopicTest", q) for q in range(3)] == [100, 100, 100]
-        for q in range(3):
-            offsets: list[int] = []
-            while len(offsets) < 100:
-                got = s.get_messages("g", "TopicTest", q, len(offsets), 32, None)
-                assert got.status is GetMessageStatus.FOUND
-                offsets += [decode_record(b).commit_log_offset for b in got.buffers]
-            assert offsets == [r.wrote_offset for r in results[q::3]]
-        dispatch = [(d, t) for phase, d, t in seen if phase == "dispatch"]
-        assert len(dispatch) > 100  # many chunks
-        assert dispatch[-1][0] == dispatch[-1][1] == s.get_max_phy_offset()
-        assert [d for d, _ in dispatch] == sorted(d for d, _ in dispatch)
-        assert any(phase == "scan" for phase, _, _ in seen)
-    finally:
-        s.shutdown()
