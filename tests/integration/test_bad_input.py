@@ -174,11 +174,6 @@ async def test_bad_input_gets_errors_and_the_broker_keeps_serving(
                 ResponseCode.SYSTEM_ERROR,
                 "out of range",
             ),
-            "send with bad batch flag": (
-                request_bytes(RequestCode.SEND_MESSAGE_V2, send_ext(m="maybe"), b"x"),
-                ResponseCode.SYSTEM_ERROR,
-                "not a boolean",
-            ),
             "malformed batch body": (
                 request_bytes(RequestCode.SEND_BATCH_MESSAGE, send_ext(m="true"), b"\x00\x00\x00\x07abc"),
                 ResponseCode.MESSAGE_ILLEGAL,

@@ -27,6 +27,7 @@ from orbitmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigMana
 from orbitmq.namesrv.route_table import DataVersion, RouteInfoManager
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.java_values import parse_boolean, parse_int, parse_long
 from orbitmq.transport import Connection, Processor
 
 log = logging.getLogger("orbitmq.namesrv")
@@ -54,23 +55,23 @@ def _required(ext: Mapping[str, str], name: str) -> str:
 def _required_int(ext: Mapping[str, str], name: str) -> int:
     value = _required(ext, name)
     try:
-        return int(value)
+        return parse_long(value)
     except ValueError:
         raise HeaderFieldError(f"the custom field {name} is not a number: {value!r}") from None
 
 
 def _optional_int(ext: Mapping[str, str], name: str, default: int) -> int:
     value = ext.get(name)
-    if value is None or value == "":
+    if value is None:
         return default
     try:
-        return int(value)
+        return parse_int(value)
     except ValueError:
         raise HeaderFieldError(f"the custom field {name} is not a number: {value!r}") from None
 
 
 def _flag(ext: Mapping[str, str], name: str) -> bool:
-    return ext.get(name, "false").strip().lower() == "true"
+    return parse_boolean(ext.get(name))
 
 
 def _ok(ext_fields: Mapping[str, str] | None = None, body: bytes = b"") -> RemotingCommand:

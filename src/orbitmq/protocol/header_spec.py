@@ -14,8 +14,9 @@ fields carry `v2=` short keys) into straight-line functions: they run on every r
 
 Rules (fact sheet section 3): values travel as strings; ints in decimal, booleans "true"/"false";
 None fields are omitted. A missing required field raises HeaderError("the custom field X is null"),
-a value that is not a number raises HeaderError naming the field. Booleans parse as Java's
-Boolean.parseBoolean does (only "true", any case, is true). Holds no header definitions itself.
+a value Java's Integer/Long.parseInt would refuse raises HeaderError naming the field. Booleans parse
+as Java's Boolean.parseBoolean does (only "true", any case, is true; "0"/"1" are false). Holds no
+header definitions itself.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self, TypeVar, dataclass_transform
 
 from orbitmq.common.errors import OrbitError
+from orbitmq.protocol.java_values import parse_boolean
 
 
 class HeaderError(OrbitError):
@@ -90,17 +92,19 @@ class Header:
 
 
 def _to_int(raw: object, key: str, low: int, high: int) -> int:
-    try:
-        value = int(raw if isinstance(raw, str) else str(raw))
-    except (TypeError, ValueError):
-        raise HeaderError(f"the custom field {key} is not a number: {raw!r}") from None
+    text = raw if isinstance(raw, str) else str(raw)
+    # the shape Java's Integer/Long.parseInt accepts (java_values): sign, decimal digits, nothing else
+    digits = text[1:] if text[:1] in ("-", "+") else text
+    if not digits.isdecimal():
+        raise HeaderError(f"the custom field {key} is not a number: {raw!r}")
+    value = int(text)
     if not low <= value <= high:
         raise HeaderError(f"the custom field {key} is out of range: {raw!r}")
     return value
 
 
 def _to_bool(raw: object) -> bool:
-    return raw == "true" or str(raw).lower() == "true"
+    return parse_boolean(raw if isinstance(raw, str) else str(raw))
 
 
 def _missing(key: str) -> HeaderError:

@@ -13,12 +13,10 @@ from functools import wraps
 
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.transport.connection import Connection
 
 Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
-
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
 class BadRequest(Exception):
@@ -76,37 +74,32 @@ class Fields:
         return default if value is None else value
 
     def _number(self, name: str, value: str, lo: int, hi: int) -> int:
-        try:
-            number = int(value.strip())
-        except ValueError:
+        # the shape Java's Integer/Long.parseInt accepts (sign, decimal digits; no spaces or '_')
+        digits = value[1:] if value[:1] in ("-", "+") else value
+        if not digits.isdecimal():
             raise BadRequest(
                 ResponseCode.SYSTEM_ERROR, f"the custom field {name} is not a number: {value[:64]!r}"
-            ) from None
+            )
+        number = int(value)
         if not lo <= number <= hi:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"the custom field {name} is out of range: {number}")
         return number
 
     def req_int(self, name: str) -> int:
-        return self._number(name, self.req_str(name), _INT_MIN, _INT_MAX)
+        return self._number(name, self.req_str(name), INT_MIN, INT_MAX)
 
     def req_long(self, name: str) -> int:
-        return self._number(name, self.req_str(name), _LONG_MIN, _LONG_MAX)
+        return self._number(name, self.req_str(name), LONG_MIN, LONG_MAX)
 
     def opt_int(self, name: str, default: int) -> int:
         value = self._raw(name)
-        return default if value is None else self._number(name, value, _INT_MIN, _INT_MAX)
+        return default if value is None else self._number(name, value, INT_MIN, INT_MAX)
 
     def opt_long(self, name: str, default: int) -> int:
         value = self._raw(name)
-        return default if value is None else self._number(name, value, _LONG_MIN, _LONG_MAX)
+        return default if value is None else self._number(name, value, LONG_MIN, LONG_MAX)
 
     def opt_bool(self, name: str, default: bool = False) -> bool:
+        """Java's Boolean.parseBoolean: "true" in any case is true; "0", "1", "" and the rest false."""
         value = self._raw(name)
-        if value is None:
-            return default
-        lowered = value.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        raise BadRequest(
-            ResponseCode.SYSTEM_ERROR, f"the custom field {name} is not a boolean: {value[:64]!r}"
-        )
+        return default if value is None else parse_boolean(value)

@@ -23,7 +23,8 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
         topic, key = f.req_str("topic"), f.req_str("key")
         max_num = f.req_int("maxNum")
         begin, end = f.req_long("beginTimestamp"), f.req_long("endTimestamp")
-        if f.opt_bool("_UNIQUE_KEY_QUERY", False):
+        # RocketMQ's QueryMessageProcessor compares this one flag as text: exactly "true", not parseBoolean
+        if request.ext_fields.get("_UNIQUE_KEY_QUERY") == "true":
             max_num = app.config.default_query_max_num
         if max_num <= 0:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"maxNum[{max_num}] is illegal")

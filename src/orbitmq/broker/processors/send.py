@@ -40,6 +40,7 @@ from orbitmq.message.sysflag import (
 )
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.store.results import PutMessageResult
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
@@ -49,8 +50,6 @@ if TYPE_CHECKING:
     from orbitmq.transport.server import RemotingServer
 
 V3_4_9 = 121
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 TOPIC_NOT_EXIST_HELP = "http://rocketmq.apache.org/docs/faq/"
 
 # Header V2 short name -> V1 long name (fact sheet 3.1).
@@ -132,7 +131,7 @@ def _send_header(ext: dict[str, str], n: dict[str, str]) -> _SendHeader:
 
 def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
     """The V2 header of a well-formed request in one pass; None if anything is missing, "null", not a
-    number, out of range or an odd boolean, so that `_send_header` answers it with the exact remark."""
+    plain decimal or out of range, so that `_send_header` reads it as Java does, with the exact remark."""
     get = ext.get
     producer_group = get("a")
     topic = get("b")
@@ -153,29 +152,36 @@ def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
     ):
         return None
     try:
-        default_queue_nums = int(ext["d"])
-        queue_id = int(ext["e"])
-        sys_flag = int(ext["f"])
-        born_timestamp = int(ext["g"])
-        flag = int(ext["h"])
-        reconsume_times = 0 if reconsume is None else int(reconsume)
-    except (KeyError, ValueError):
+        d, e, f, g, h = ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
+    except KeyError:
         return None
+    # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
+    # everything odd go through `_send_header`, which reads them as Java does
     if not (
-        _INT_MIN <= default_queue_nums <= _INT_MAX
-        and _INT_MIN <= queue_id <= _INT_MAX
-        and _INT_MIN <= sys_flag <= _INT_MAX
-        and _INT_MIN <= flag <= _INT_MAX
-        and _INT_MIN <= reconsume_times <= _INT_MAX
-        and _LONG_MIN <= born_timestamp <= _LONG_MAX
+        d.isdecimal()
+        and e.isdecimal()
+        and f.isdecimal()
+        and g.isdecimal()
+        and h.isdecimal()
+        and (reconsume is None or reconsume.isdecimal())
     ):
         return None
-    if batch_text is None or batch_text == "false":
-        batch = False
-    elif batch_text == "true":
-        batch = True
-    else:
+    default_queue_nums = int(d)
+    queue_id = int(e)
+    sys_flag = int(f)
+    born_timestamp = int(g)
+    flag = int(h)
+    reconsume_times = 0 if reconsume is None else int(reconsume)
+    if not (
+        INT_MIN <= default_queue_nums <= INT_MAX
+        and INT_MIN <= queue_id <= INT_MAX
+        and INT_MIN <= sys_flag <= INT_MAX
+        and INT_MIN <= flag <= INT_MAX
+        and INT_MIN <= reconsume_times <= INT_MAX
+        and LONG_MIN <= born_timestamp <= LONG_MAX
+    ):
         return None
+    batch = batch_text is not None and parse_boolean(batch_text)  # C++ clients write "0"/"1"
     return (
         producer_group,
         topic,
@@ -359,12 +365,12 @@ class SendProcessor:
                     version=request.version,
                     props=props,
                 )
-            if props.get(P.TRAN_MSG) == "true" and app.config.reject_transaction_message:
+            if parse_boolean(props.get(P.TRAN_MSG)) and app.config.reject_transaction_message:
                 raise BadRequest(
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{app.config.broker_name}] sending transaction message is forbidden",
                 )
-            if props.get(P.TRAN_MSG) == "true":
+            if parse_boolean(props.get(P.TRAN_MSG)):
                 topic, queue_id, sys_flag = app.transactions.prepare(topic, queue_id, sys_flag, props)
             else:
                 topic, queue_id = self.redirect_delayed(topic, queue_id, sys_flag, props)
