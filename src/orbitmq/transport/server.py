@@ -77,6 +77,11 @@ class RemotingServer:
         return f"{self.host}:{self.port}"
 
     @property
+    def dispatcher(self) -> Dispatcher:
+        """The request router (its `route_stats()` feed the metrics endpoint)."""
+        return self._dispatcher
+
+    @property
     def connections(self) -> frozenset[Connection]:
         return frozenset(self._connections)
 
@@ -151,8 +156,3 @@ class RemotingServer:
                         "%s: closing %s idle for more than %ss", self.name, conn.remote_address, idle_timeout
                     )
                     conn.close(f"idle for more than {idle_timeout}s")
-
-    @property
-    def dispatcher(self) -> Dispatcher:
-        """The request router (its `route_stats()` feed the metrics endpoint)."""
-        return self._dispatcher
