@@ -143,3 +143,23 @@ def test_startup_says_how_recovery_went_and_stop_is_logged(tmp_path: Path) -> No
     assert again.stop() == 0
     err = again.stderr_path.read_text()
     assert "WARNING" in err and f"store {store} recovered in" in err and "after a crash" in err
+
+
+@pytest.mark.parametrize("verb", ["serve", "broker", "namesrv"])
+def test_bad_config_value_is_one_line_and_a_nonzero_exit(verb: str, tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    if verb == "namesrv":
+        conf.write_text("# namesrv\nlistenPort = 98_76\n")
+        expected = "listenPort='98_76': expected an integer"
+    else:
+        conf.write_text(f"storePathRootDir={tmp_path / 'store'}\nflushDiskType=SYNCFLUSH\n")
+        expected = "flushDiskType='SYNCFLUSH': not one of ASYNC_FLUSH, SYNC_FLUSH"
+    done = run_cli(verb, "-c", str(conf), "--port", "0", cwd=tmp_path)
+    assert_one_line_error(done, 2, expected)
+
+
+def test_unknown_key_is_a_warning_and_the_server_starts(tmp_path: Path) -> None:
+    server = start_serve(tmp_path, brokerRolee="SLAVE")
+    assert server.stop() == 0
+    err = server.stderr_path.read_text()
+    assert "unknown key brokerRolee (did you mean brokerRole?), ignored" in err
