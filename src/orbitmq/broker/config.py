@@ -32,6 +32,7 @@ from orbitmq.protocol.config_values import (
     parse_value,
     unknown_key_warning,
 )
+from orbitmq.protocol.properties_text import rewrite_properties_text
 from orbitmq.protocol.rocketmq_config_keys import BROKER_KEYS, NETTY_SERVER_KEYS
 from orbitmq.store.config import STORE_KINDS
 
@@ -107,6 +108,14 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     store_reply_message_enable: bool = True
     acl_enable: bool = False
+    # The file the broker was started with (-c); UPDATE_BROKER_CONFIG writes accepted changes back to it.
+    broker_config_path: str | None = None
+    # Keys UPDATE_BROKER_CONFIG refuses (4.9.8's configBlackList, ';'-separated). RocketMQ's default
+    # is "configBlackList;brokerConfigPath"; orbitmq adds the paths it would otherwise write back to
+    # the file, so a remote request can never move the store or the config elsewhere.
+    config_black_list: str = (
+        "configBlackList;brokerConfigPath;rocketmqHome;storePathRootDir;storePathCommitLog"
+    )
     # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
     client_channel_expired_timeout: int = 120000
     client_housekeeping_interval: int = 10000
@@ -161,6 +170,24 @@ class BrokerConfig:
         if self.broker_role in ("ASYNC_MASTER", "SYNC_MASTER"):
             self.broker_id = 0  # RocketMQ forces masters to id 0
         return changed
+
+    def write_back(self, props: Mapping[str, str]) -> bool:
+        """Write `props` (already applied) into the -c file, keeping its comments and other lines, as
+        RocketMQ persists UPDATE_BROKER_CONFIG; False when the broker was started without a file."""
+        if not self.broker_config_path:
+            return False
+        path = Path(self.broker_config_path)
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        updated = rewrite_properties_text(text, {k.strip(): java_trim(v) for k, v in props.items()})
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(updated, encoding="utf-8")
+        os.replace(tmp, path)  # readers see the old file or the new one, never half of it
+        return True
+
+    def black_listed(self, keys: Iterable[str]) -> list[str]:
+        """The keys UPDATE_BROKER_CONFIG must refuse."""
+        black = {k.strip() for k in self.config_black_list.split(";") if k.strip()}
+        return sorted(k for k in (key.strip() for key in keys) if k in black)
 
     # ----------------------------------------------------------------------------------------- derived
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from orbitmq.broker.config import BrokerConfig
@@ -38,6 +39,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     if args.store:
         overrides["storePathRootDir"] = args.store
     config.update(overrides)
+    if args.config:
+        config.broker_config_path = os.path.abspath(args.config)
     return config
 
 
