@@ -16,12 +16,14 @@ nameserver's Prometheus series on one endpoint, `--console-port PORT` the web co
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
 from pathlib import Path
 
 from orbitmq.broker.config import BrokerConfig, parse_properties_text
+from orbitmq.common.errors import StoreError
 
 
 def default_home() -> Path:
@@ -41,7 +43,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=9876,
         help="nameserver port (default 9876; 0 = free ports)",
     )
-    parser.add_argument("--broker-port", type=int, help="broker port (default 10911, or 0 with --port 0)")
+    parser.add_argument(
+        "--broker-port",
+        type=int,
+        help="broker port (default 10911 + 10 x (--port - 9876): 10911 for 9876, 10921 for 9877; "
+        "0 with --port 0)",
+    )
     parser.add_argument(
         "--store", help="store root directory (default $ORBITMQ_HOME/store or ~/.orbitmq/store)"
     )
@@ -51,8 +58,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--console-port", type=int, help="serve the web console too (0 = a free port)")
     parser.add_argument("-c", "--config", help="broker.conf for anything else (RocketMQ property names)")
-    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
+
+
+DEFAULT_NAMESRV_PORT = 9876
+DEFAULT_BROKER_PORT = 10911
+PORT_STEP = 10  # broker ports of neighbouring instances 10 apart: room for each one's HA port (+1)
+
+
+def derived_broker_port(namesrv_port: int) -> int:
+    """The broker port when only --port is given: a second instance on --port 9877 must not collide
+    with the first one's broker (10911) or its HA port (10912), so the broker port moves with it,
+    10 per nameserver port: 10911 + 10 x (port - 9876). Port 0 means free ports for both."""
+    if namesrv_port == 0:
+        return 0
+    port = DEFAULT_BROKER_PORT + PORT_STEP * (namesrv_port - DEFAULT_NAMESRV_PORT)
+    if not 1 <= port <= 65534:  # the HA port (port + 1) must exist too
+        raise ValueError(
+            f"--port {namesrv_port} gives no usable broker port by the rule "
+            f"{DEFAULT_BROKER_PORT} + {PORT_STEP} x (port - {DEFAULT_NAMESRV_PORT}) = {port}; "
+            "choose the broker port with --broker-port"
+        )
+    return port
 
 
 def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
@@ -61,18 +89,33 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
     from_file = parse_properties_text(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
     props: dict[str, str] = {
         "brokerName": "broker-a",
-        "listenPort": "0" if args.port == 0 else "10911",
         "storePathRootDir": str(default_home() / "store"),
     }
     props.update(from_file)
     props.update({"brokerIP1": "127.0.0.1", "brokerIP2": "127.0.0.1"})
     if args.broker_port is not None:
         props["listenPort"] = str(args.broker_port)
+    elif "listenPort" not in from_file:
+        props["listenPort"] = str(derived_broker_port(args.port))
+    if (
+        args.broker_port is None
+        and "listenPort" not in from_file
+        and args.port not in (0, DEFAULT_NAMESRV_PORT)
+    ):
+        print(
+            f"orbitmq serve: broker port {props['listenPort']} follows --port {args.port} "
+            f"({DEFAULT_BROKER_PORT} + {PORT_STEP} x ({args.port} - {DEFAULT_NAMESRV_PORT})); "
+            "set it with --broker-port",
+            file=sys.stderr,
+        )
     if args.store:
         props["storePathRootDir"] = args.store
     if args.flush_disk_type:
         props["flushDiskType"] = args.flush_disk_type
-    return BrokerConfig.from_properties(props)
+    config = BrokerConfig.from_properties(props)
+    if args.config:
+        config.broker_config_path = os.path.abspath(args.config)
+    return config
 
 
 async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
@@ -87,11 +130,22 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
         Path(broker_config.store_path_root_dir).parent / "namesrv" / "kvConfig.json"
     )
     namesrv = NamesrvApp(namesrv_config, host="127.0.0.1")
-    await namesrv.start()
+    try:
+        await namesrv.start()
+    except OSError as exc:
+        if exc.errno not in _BIND_ERRORS:
+            raise
+        raise ListenError(_port_error("nameserver", args.port, "--port", exc)) from None
     broker_config.namesrv_addr = namesrv.address
     broker = BrokerApp(broker_config)
     try:
         await broker.start()
+    except OSError as exc:
+        await namesrv.stop()
+        if exc.errno not in _BIND_ERRORS:
+            raise
+        flag = "--broker-port" if args.config is None else "--broker-port (or listenPort in -c)"
+        raise ListenError(_port_error("broker", broker_config.listen_port, flag, exc)) from None
     except BaseException:
         await namesrv.stop()
         raise
@@ -122,6 +176,19 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
             await namesrv.stop()
 
 
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+
+
+class ListenError(Exception):
+    """A port could not be bound; the message names the flag that chooses another."""
+
+
+def _port_error(what: str, port: int, flag: str, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"{what} port {port} is already in use (another orbitmq serve?); choose another with {flag}"
+    return f"{what} cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     logging.basicConfig(
@@ -134,11 +201,14 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"orbitmq serve: {exc}", file=sys.stderr)
         return 2
+    from orbitmq.store.dir_lock import check_store_available
     from orbitmq.transport import loop
 
     try:
+        check_store_available(broker_config.store_path_root_dir)
         loop.run(serve(args, broker_config))
-    except OSError as exc:
+    except (OSError, ListenError, StoreError) as exc:
+        # one line the user can act on (which store, which port, which flag), not a traceback
         print(f"orbitmq serve: {exc}", file=sys.stderr)
         return 1
     return 0

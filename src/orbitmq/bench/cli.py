@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="workloads: W1 sync send, W2 pipelined + batch send, W3 catch-up consume, W4 end-to-end "
         "latency at a fixed rate, W5 SYNC_FLUSH sync send, W6 replication (SYNC_MASTER and ASYNC_MASTER with "
         "a slave: msgs/s and lag), W7 Spark connector (bench/spark_bench.py), W8 recovery after SIGKILL, "
-        "W9 topic scaling, W10 cold start (see BENCHMARKS.md)",
+        "W9 topic scaling, W10 cold start. What they measure, the peers, how to read the table and the "
+        "latest figures: BENCHMARKS.md at the repository root; how to run: bench/README.md",
     )
     p.add_argument("workloads", nargs="*", help="W1..W10, comma-separated, or 'all'")
     p.add_argument("--table-from", type=Path, help="print the table of a saved --json run and exit")

@@ -33,6 +33,7 @@ from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.message_store import MessageStore
+from orbitmq.store.recovery_progress import RecoveryProgress
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.server import RemotingServer
@@ -44,6 +45,8 @@ BROKER_VERSION_DESC = "V4_9_7"
 
 class BrokerApp:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        # Set before start() to watch store recovery (a progress bar); None logs every 10 % / 5 s.
+        self.recovery_progress: RecoveryProgress | None = None
         self.config = config
         self.clock = clock
         self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
@@ -124,7 +127,10 @@ class BrokerApp:
         store_props["haListenPort"] = str(self.server.port + 1)
         store_config = StoreConfig.from_properties(store_props)
         self._store = MessageStore(
-            store_config, clock=self.clock, store_host=(self.config.broker_ip1, self.port)
+            store_config,
+            clock=self.clock,
+            store_host=(self.config.broker_ip1, self.port),
+            recovery_progress=self.recovery_progress,
         )
         try:
             self._store.load()

@@ -15,13 +15,29 @@ This module knows nothing of sockets, the store or request codes.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from orbitmq.protocol.config_values import (
+    BOOLEAN,
+    BROKER_ROLE,
+    FLUSH_DISK_TYPE,
+    boolean_warning,
+    java_trim,
+    kind_of_annotation,
+    parse_value,
+    unknown_key_warning,
+)
+from orbitmq.protocol.properties_text import rewrite_properties_text
+from orbitmq.protocol.rocketmq_config_keys import BROKER_KEYS, NETTY_SERVER_KEYS
+from orbitmq.store.config import STORE_KINDS
+
+log = logging.getLogger("orbitmq.broker.config")
+ROCKETMQ_BROKER_KEYS = BROKER_KEYS | NETTY_SERVER_KEYS
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 # snake_case attribute -> camelCase property, where the mechanical conversion gets it wrong.
@@ -94,6 +110,14 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     store_reply_message_enable: bool = True
     acl_enable: bool = False
+    # The file the broker was started with (-c); UPDATE_BROKER_CONFIG writes accepted changes back to it.
+    broker_config_path: str | None = None
+    # Keys UPDATE_BROKER_CONFIG refuses (4.9.8's configBlackList, ';'-separated). RocketMQ's default
+    # is "configBlackList;brokerConfigPath"; orbitmq adds the paths it would otherwise write back to
+    # the file, so a remote request can never move the store or the config elsewhere.
+    config_black_list: str = (
+        "configBlackList;brokerConfigPath;rocketmqHome;storePathRootDir;storePathCommitLog"
+    )
     # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
     client_channel_expired_timeout: int = 120000
     client_housekeeping_interval: int = 10000
@@ -115,27 +139,57 @@ class BrokerConfig:
         return cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
 
     def update(self, props: Mapping[str, str]) -> list[str]:
-        """Apply properties (as UPDATE_BROKER_CONFIG does); returns the known keys that changed."""
-        by_camel = _fields_by_camel()
-        changed: list[str] = []
+        """Apply properties (as UPDATE_BROKER_CONFIG does); returns the known keys that changed.
+
+        Values are read as RocketMQ reads them (trimmed, Java's parsers; `protocol/config_values`), but a
+        value Java would refuse raises ConfigValueError (a ValueError) naming the key instead of being
+        ignored. Store keys are checked with the store's table and kept in `extra`; keys neither knows
+        are kept too, with one warning line each (a likely typo gets a "did you mean")."""
+        parsed: dict[str, object] = {}
         for key, raw in props.items():
             name = key.strip()
-            value = raw.strip()
-            attr = by_camel.get(name)
-            if attr is None:
-                self.extra[name] = value
+            attr = _BY_CAMEL.get(name)
+            if attr is not None:
+                kind = _KINDS[name]
+                parsed[attr] = parse_value(name, raw, kind)
+                if kind is BOOLEAN and (warning := boolean_warning(name, raw)):
+                    log.warning("broker config: %s", warning)
                 continue
-            kind = _FIELD_TYPES[attr]
-            try:
-                converted = _convert(value, kind)
-            except ValueError as exc:
-                raise ValueError(f"broker config {name}={value!r}: {exc}") from None
-            if getattr(self, attr) != converted:
-                setattr(self, attr, converted)
-                changed.append(name)
+            store_kind = STORE_KINDS.get(name)
+            if store_kind is not None:
+                parse_value(name, raw, store_kind)  # refuse now, not when the store opens
+            elif name not in self.extra:
+                log.warning(
+                    unknown_key_warning(name, known_broker_keys(), ROCKETMQ_BROKER_KEYS, "broker config")
+                )
+            self.extra[name] = java_trim(raw)
+        # Only now that every value parsed: a bad key leaves the config as it was.
+        changed: list[str] = []
+        for attr, value in parsed.items():
+            if getattr(self, attr) != value:
+                setattr(self, attr, value)
+                changed.append(_camel(attr))
         if self.broker_role in ("ASYNC_MASTER", "SYNC_MASTER"):
             self.broker_id = 0  # RocketMQ forces masters to id 0
         return changed
+
+    def write_back(self, props: Mapping[str, str]) -> bool:
+        """Write `props` (already applied) into the -c file, keeping its comments and other lines, as
+        RocketMQ persists UPDATE_BROKER_CONFIG; False when the broker was started without a file."""
+        if not self.broker_config_path:
+            return False
+        path = Path(self.broker_config_path)
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        updated = rewrite_properties_text(text, {k.strip(): java_trim(v) for k, v in props.items()})
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(updated, encoding="utf-8")
+        os.replace(tmp, path)  # readers see the old file or the new one, never half of it
+        return True
+
+    def black_listed(self, keys: Iterable[str]) -> list[str]:
+        """The keys UPDATE_BROKER_CONFIG must refuse."""
+        black = {k.strip() for k in self.config_black_list.split(";") if k.strip()}
+        return sorted(k for k in (key.strip() for key in keys) if k in black)
 
     # ----------------------------------------------------------------------------------------- derived
     @property
@@ -171,30 +225,18 @@ class BrokerConfig:
         return {k: v for k, v in self.properties().items() if v != ""}
 
 
-_FIELD_TYPES: dict[str, Any] = {}
+# camelCase key -> attribute, and the kind of each key: from the dataclass fields, enums overridden.
+_BY_CAMEL = {_camel(f.name): f.name for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
+_ENUM_KEYS = {"flushDiskType": FLUSH_DISK_TYPE, "brokerRole": BROKER_ROLE}
+_KINDS = {
+    camel: _ENUM_KEYS.get(camel) or kind_of_annotation(f.type)
+    for camel, f in ((_camel(f.name), f) for f in dataclasses.fields(BrokerConfig) if f.name != "extra")
+}
 
 
-def _fields_by_camel() -> dict[str, str]:
-    if not _FIELD_TYPES:
-        hints = {"str": str, "int": int, "bool": bool, "str | None": str}
-        for f in dataclasses.fields(BrokerConfig):
-            if f.name != "extra":
-                _FIELD_TYPES[f.name] = hints[str(f.type)]
-    return {_camel(name): name for name in _FIELD_TYPES}
-
-
-def _convert(value: str, kind: Any) -> Any:
-    if kind is bool:
-        lowered = value.lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        raise ValueError("expected true or false")
-    if kind is int:
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError("expected an integer") from None
-    return value
+def known_broker_keys() -> set[str]:
+    """Every key orbitmq's broker acts on (its own and the store's)."""
+    return set(_KINDS) | set(STORE_KINDS)
 
 
 # ---------------------------------------------------------------------------------- properties text

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.common.errors import StoreError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -42,6 +44,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     if args.metrics_port is not None:
         overrides["metricsPort"] = str(args.metrics_port)
     config.update(overrides)
+    if args.config:
+        config.broker_config_path = os.path.abspath(args.config)
     return config
 
 
@@ -81,11 +85,14 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"orbitmq broker: {exc}", file=sys.stderr)
         return 2
+    from orbitmq.store.dir_lock import check_store_available
     from orbitmq.transport import loop
 
     try:
+        check_store_available(config.store_path_root_dir)
         loop.run(serve(config))
-    except OSError as exc:
+    except (OSError, StoreError) as exc:
+        # one line naming the store / port, not a traceback
         print(f"orbitmq broker: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -92,6 +92,21 @@ def mq_from_json(obj: Mapping[str, Any]) -> MessageQueue:
     return MessageQueue(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
 
 
+class NamesrvUnreachableError(ConnectError):
+    """No configured nameserver answered; the message names each address and why."""
+
+
+def _failure_text(addr: str, exc: Exception) -> str:
+    """ "127.0.0.1:9 connection refused" from "connect to 127.0.0.1:9 failed: connection refused"."""
+    text = str(exc)
+    prefix = f"connect to {addr} failed: "
+    if text.startswith(prefix):
+        return f"{addr} {text[len(prefix) :]}"
+    if isinstance(exc, RequestTimeoutError):
+        return f"{addr} did not answer in time"
+    return text if addr in text else f"{addr} {text}"
+
+
 class MQClientAPI:
     def __init__(
         self, remoting: RemotingClient, namesrv_addrs: Sequence[str], *, timeout: float = 3.0
@@ -112,7 +127,7 @@ class MQClientAPI:
         """Ask the current name server; on a connection failure or timeout try the others in turn."""
         if not self.namesrv_addrs:
             raise ConnectError("no name server address configured")
-        last: Exception | None = None
+        failures: list[str] = []
         for attempt in range(len(self.namesrv_addrs)):
             index = (self._namesrv_index + attempt) % len(self.namesrv_addrs)
             addr = self.namesrv_addrs[index]
@@ -122,12 +137,11 @@ class MQClientAPI:
                 resp = await self.invoke(addr, attempt_request, timeout)
             except (ConnectError, RequestTimeoutError) as exc:
                 log.debug("name server %s failed: %s", addr, exc)
-                last = exc
+                failures.append(_failure_text(addr, exc))
                 continue
             self._namesrv_index = index
             return resp
-        assert last is not None
-        raise last
+        raise NamesrvUnreachableError("cannot reach any nameserver: " + "; ".join(failures))
 
     @staticmethod
     def _check(resp: RemotingCommand, addr: str, *ok: int) -> None:

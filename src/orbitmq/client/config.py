@@ -11,16 +11,59 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from orbitmq.common.errors import ClientError
+
 _instance_counter = itertools.count()
 
 
 def parse_namesrv_addrs(addrs: str | Sequence[str] | None) -> list[str]:
-    """`"a:9876;b:9876"` (RocketMQ's separator), a list, or NAMESRV_ADDR from the environment."""
+    """`"a:9876;b:9876"` (RocketMQ's separator), a list, or NAMESRV_ADDR from the environment.
+
+    Every entry must be `host:port` (an IPv6 host in brackets); anything else raises ClientError (a
+    ValueError) naming the bad part, so a typo fails at construction instead of as "No route info"
+    at the first send."""
+    source = "NAMESRV_ADDR" if addrs is None else "namesrv address"
     if addrs is None:
         addrs = os.environ.get("NAMESRV_ADDR", "")
     if isinstance(addrs, str):
         addrs = addrs.replace(",", ";").split(";")
-    return [a.strip() for a in addrs if a and a.strip()]
+    parts = [a.strip() for a in addrs if a and a.strip()]
+    for part in parts:
+        problem = address_problem(part)
+        if problem:
+            raise ClientError(f"{source} {part!r}: {problem}{_hint(part, parts)}")
+    return parts
+
+
+def address_problem(address: str) -> str | None:
+    """Why `address` is not a usable `host:port`, or None when it is."""
+    if "://" in address:
+        return "no URL scheme here, write host:port"
+    if any(c.isspace() for c in address) or "/" in address:
+        return "write host:port (no spaces or paths)"
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return "no port (write host:port, ';' between several)"
+    if host.startswith("["):
+        if not host.endswith("]") or len(host) < 3:
+            return "an IPv6 host must be written [addr]:port"
+    elif ":" in host:
+        return "an IPv6 host must be written [addr]:port"
+    if not host:
+        return "no host (write host:port)"
+    if not (port.isascii() and port.isdigit()):
+        return f"port {port!r} is not a number"
+    if not 0 < int(port) < 65536:
+        return f"port {port} is out of range (1-65535)"
+    return None
+
+
+def _hint(part: str, parts: list[str]) -> str:
+    """ "127.0.0.1;9876" is the classic typo for "127.0.0.1:9876": suggest it."""
+    index = parts.index(part)
+    if ":" not in part and index + 1 < len(parts) and parts[index + 1].isdigit():
+        return f" (did you mean '{part}:{parts[index + 1]}'?)"
+    return ""
 
 
 def local_ip() -> str:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from orbitmq.client.api import MQClientAPI
+from orbitmq.client.api import MQClientAPI, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
 from orbitmq.client.routing import MASTER_ID, subscribe_queues
@@ -81,6 +81,7 @@ class ClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self.started = False
         self._stopping = False
+        self.namesrv_error: NamesrvUnreachableError | None = None  # set while no nameserver answers
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
@@ -185,9 +186,13 @@ class ClientInstance:
                         for qd in route.queue_datas:
                             n = min(default_queue_nums, qd.read_queue_nums)
                             qd.read_queue_nums = qd.write_queue_nums = n
+            except NamesrvUnreachableError as exc:
+                self._namesrv_unreachable(exc)
+                return False
             except Exception as exc:
                 log.debug("route of %s not updated: %s", topic, exc)
                 return False
+            self._namesrv_reachable()
             if route is None:
                 return False
             self.topic_routes[topic] = route
@@ -201,6 +206,20 @@ class ClientInstance:
                 if any(s.topic == topic for s in consumer.subscriptions()):
                     consumer.update_topic_subscribe_info(topic, mqs)
             return True
+
+    def _namesrv_unreachable(self, exc: NamesrvUnreachableError) -> None:
+        """Say so once per outage (at WARNING, which Python prints even without logging set up);
+        producers raise `namesrv_error` instead of "No route info" while it lasts."""
+        if self.namesrv_error is None or str(self.namesrv_error) != str(exc):
+            log.warning(
+                "%s: %s (retrying every %.0f s)", self.client_id, exc, self.config.poll_namesrv_interval
+            )
+        self.namesrv_error = exc
+
+    def _namesrv_reachable(self) -> None:
+        if self.namesrv_error is not None:
+            log.info("%s: a nameserver answers again", self.client_id)
+            self.namesrv_error = None
 
     async def update_all_routes(self) -> None:
         topics: set[str] = set()

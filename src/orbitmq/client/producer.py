@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from orbitmq.client.api import RETRYABLE_SEND_CODES
+from orbitmq.client.api import RETRYABLE_SEND_CODES, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS, FaultStrategy
 from orbitmq.client.instance import ClientInstance
@@ -226,6 +226,9 @@ class Producer:
             info = self.publish_info[topic]
         if not info.ok:
             self.publish_info.pop(topic, None)
+            if instance.namesrv_error is not None:
+                # "No route info" would send the user looking at the topic; the nameserver is the problem
+                raise NamesrvUnreachableError(str(instance.namesrv_error))
             raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"No route info of this topic: {topic}")
         return info
 

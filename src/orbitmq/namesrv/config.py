@@ -12,11 +12,29 @@ This module must not know sockets or request codes.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
+
+from orbitmq.protocol.config_values import (
+    BOOLEAN,
+    INT,
+    LONG,
+    STRING,
+    ConfigKind,
+    boolean_warning,
+    java_trim,
+    parse_value,
+    unknown_key_warning,
+)
+from orbitmq.protocol.properties_text import decode_properties_text
+from orbitmq.protocol.rocketmq_config_keys import NAMESRV_KEYS, NETTY_SERVER_KEYS
+
+log = logging.getLogger("orbitmq.namesrv.config")
+_ROCKETMQ_KEYS = NAMESRV_KEYS | NETTY_SERVER_KEYS
 
 # Names UPDATE_NAMESRV_CONFIG may not change (4.9.8's configBlackList): they are file paths.
 CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath"})
@@ -24,10 +42,6 @@ CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPa
 
 def _home() -> str:
     return os.path.expanduser("~")
-
-
-def _bool(text: str) -> bool:
-    return text.strip().lower() == "true"
 
 
 @dataclass(slots=True)
@@ -47,18 +61,19 @@ class NamesrvConfig:
     server_channel_max_idle_time_seconds: int = 120
     extra: dict[str, str] = field(default_factory=dict)
 
-    _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {
-        "listenPort": ("listen_port", int),
-        "rocketmqHome": ("rocketmq_home", str),
-        "kvConfigPath": ("kv_config_path", str),
-        "configStorePath": ("config_store_path", str),
-        "productEnvName": ("product_env_name", str),
-        "metricsPort": ("metrics_port", int),
-        "clusterTest": ("cluster_test", _bool),
-        "orderMessageEnable": ("order_message_enable", _bool),
-        "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", int),
-        "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", int),
-        "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", int),
+    # RocketMQ name -> (attribute, how its text is read as Java reads it): add a key by adding a row.
+    _NAMES: ClassVar[dict[str, tuple[str, ConfigKind]]] = {
+        "listenPort": ("listen_port", INT),
+        "rocketmqHome": ("rocketmq_home", STRING),
+        "kvConfigPath": ("kv_config_path", STRING),
+        "configStorePath": ("config_store_path", STRING),
+        "productEnvName": ("product_env_name", STRING),
+        "metricsPort": ("metrics_port", INT),
+        "clusterTest": ("cluster_test", BOOLEAN),
+        "orderMessageEnable": ("order_message_enable", BOOLEAN),
+        "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", LONG),
+        "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", LONG),
+        "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", INT),
     }
 
     @classmethod
@@ -68,17 +83,22 @@ class NamesrvConfig:
         return config
 
     def update(self, props: Mapping[str, str]) -> None:
-        """Apply properties by RocketMQ name; a bad value raises ValueError naming the property."""
+        """Apply properties by RocketMQ name, read as RocketMQ reads them (trimmed, Java's parsers); a
+        value Java would refuse raises ConfigValueError (a ValueError) naming the key and nothing is
+        applied. Unknown keys are kept, with one warning line each (a "did you mean" for typos)."""
+        parsed: dict[str, object] = {}
         for name, text in props.items():
             entry = self._NAMES.get(name)
             if entry is None:
-                self.extra[name] = text
+                if name not in self.extra:
+                    log.warning(unknown_key_warning(name, self._NAMES, _ROCKETMQ_KEYS, "namesrv config"))
+                self.extra[name] = java_trim(text)
                 continue
-            attr, convert = entry
-            try:
-                value = convert(text.strip())
-            except ValueError:
-                raise ValueError(f"bad value {text!r} for namesrv property {name}") from None
+            attr, kind = entry
+            parsed[attr] = parse_value(name, text, kind)
+            if kind is BOOLEAN and (warning := boolean_warning(name, text)):
+                log.warning("namesrv config: %s", warning)
+        for attr, value in parsed.items():
             setattr(self, attr, value)
 
     def to_properties(self) -> dict[str, str]:
@@ -90,24 +110,10 @@ class NamesrvConfig:
         return props
 
 
-def decode_properties_text(text: str) -> dict[str, str]:
-    """Java properties text -> dict (key=value or key:value lines; # and ! comments)."""
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            props[line] = ""
-        else:
-            props[line[:cut].strip()] = line[cut + 1 :].strip()
-    return props
-
-
 def encode_properties_text(props: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
 def load_config_file(path: str | Path) -> dict[str, str]:
+    """A namesrv.conf read as java.util.Properties.load reads it."""
     return decode_properties_text(Path(path).read_text(encoding="utf-8"))

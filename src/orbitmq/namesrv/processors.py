@@ -17,17 +17,13 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import OrbitError
 from orbitmq.message.hashing import crc32
 from orbitmq.namesrv import wire
-from orbitmq.namesrv.config import (
-    CONFIG_BLACK_LIST,
-    NamesrvConfig,
-    decode_properties_text,
-    encode_properties_text,
-)
+from orbitmq.namesrv.config import CONFIG_BLACK_LIST, NamesrvConfig, encode_properties_text
 from orbitmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from orbitmq.namesrv.route_table import DataVersion, RouteInfoManager
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import parse_boolean, parse_int, parse_long
+from orbitmq.protocol.properties_text import decode_properties_text
 from orbitmq.transport import Connection, Processor
 
 log = logging.getLogger("orbitmq.namesrv")

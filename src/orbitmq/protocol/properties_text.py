@@ -95,3 +95,59 @@ def _unescape(text: str) -> str:
                 out.append(char)
             i += 1
     return "".join(out)
+
+
+def escape_property(text: str, *, is_key: bool) -> str:
+    """Escape a key or value so Properties.load reads it back unchanged (as Properties.store does, but
+    keeping non-ASCII as UTF-8): a value can never start a new line, whatever it holds."""
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[char])
+        elif char == " " and (is_key or i == 0):
+            out.append("\\ ")
+        elif char in "=:#!" and (is_key or i == 0):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def rewrite_properties_text(text: str, updates: Mapping[str, str]) -> str:
+    """`text` with each key of `updates` set to its new value: an existing entry (every one, if the key
+    is repeated) is replaced where it stands, other keys are appended; comments, blank lines and the
+    other entries are kept as written."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    done: set[str] = set()
+    i = 0
+    while i < len(lines):
+        first = i
+        stripped = lines[i].lstrip(" \t\f")
+        if not stripped.strip() or stripped[0] in "#!":
+            out.append(lines[i])
+            i += 1
+            continue
+        logical = [stripped.rstrip("\r\n")]
+        # a logical line continues while it ends in an odd number of backslashes
+        while (len(logical[-1]) - len(logical[-1].rstrip("\\"))) % 2 == 1 and i + 1 < len(lines):
+            logical[-1] = logical[-1][:-1]
+            i += 1
+            logical.append(lines[i].lstrip(" \t\f").rstrip("\r\n"))
+        i += 1
+        key, _ = _split_property("".join(logical))
+        if key in updates:
+            out.append(f"{escape_property(key, is_key=True)}={escape_property(updates[key], is_key=False)}\n")
+            done.add(key)
+        else:
+            out.extend(lines[first:i])
+    rest = [k for k in updates if k not in done]
+    if rest and out and not out[-1].endswith("\n"):
+        out.append("\n")
+    for key in rest:
+        out.append(f"{escape_property(key, is_key=True)}={escape_property(updates[key], is_key=False)}\n")
+    return "".join(out)

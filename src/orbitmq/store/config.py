@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from orbitmq.common.errors import StoreError
+from orbitmq.protocol.config_values import (
+    BROKER_ROLE,
+    FLUSH_DISK_TYPE,
+    ConfigKind,
+    kind_of_annotation,
+    parse_value,
+)
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
@@ -147,26 +151,36 @@ class StoreConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> StoreConfig:
-        """Read RocketMQ camelCase property names (unknown names are ignored: they belong to the broker)."""
+        """Read RocketMQ camelCase property names (unknown names are ignored: they belong to the broker).
+
+        Values are parsed as RocketMQ parses them (`protocol/config_values`); one Java would refuse
+        raises StoreError naming the key."""
         config = cls()
-        types = {f.name: f.type for f in dataclasses.fields(cls)}
         for key, raw in props.items():
-            name = _CAMEL.sub("_", key.strip()).lower()
-            if name not in types:
+            name = key.strip()
+            kind = STORE_KINDS.get(name)
+            if kind is None:
                 continue
-            kind = str(types[name])
-            value: Any
-            text = raw.strip()
-            if "bool" in kind:
-                value = text.lower() == "true"
-            elif "float" in kind:
-                value = float(text)
-            elif "int" in kind:
-                try:
-                    value = int(text)
-                except ValueError as exc:
-                    raise StoreError(f"bad value for {key}: {raw!r}") from exc
-            else:
-                value = text or None if "None" in kind else text
-            setattr(config, name, value)
+            try:
+                value = parse_value(name, raw, kind)
+            except ValueError as exc:
+                raise StoreError(f"bad store config value {exc}") from None
+            setattr(config, _ATTRS[name], value)
         return config
+
+
+def _camel(attr: str) -> str:
+    head, *rest = attr.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+# RocketMQ spells a few keys with capitals the mechanical conversion cannot guess.
+_CAMEL_EXCEPTIONS = {"check_crc_on_recover": "checkCRCOnRecover"}
+_ATTRS = {_CAMEL_EXCEPTIONS.get(f.name) or _camel(f.name): f.name for f in dataclasses.fields(StoreConfig)}
+_ENUMS = {"brokerRole": BROKER_ROLE, "flushDiskType": FLUSH_DISK_TYPE}
+# camelCase key -> how its text is read: the table the broker also checks store keys against.
+STORE_KINDS: dict[str, ConfigKind] = {
+    key: _ENUMS.get(key)
+    or kind_of_annotation(next(f.type for f in dataclasses.fields(StoreConfig) if f.name == attr))
+    for key, attr in _ATTRS.items()
+}

@@ -22,10 +22,10 @@ This module knows nothing of sockets, asyncio or request codes.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
@@ -39,11 +39,13 @@ from orbitmq.store.commit_log import CommitLog, SegmentCreateError
 from orbitmq.store.config import SLAVE, StoreConfig
 from orbitmq.store.consume_queue import CQ_ENTRY
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.dir_lock import StoreDirLock
 from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
 from orbitmq.store.flush import FlushCallback, FlushService
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.reads import ReadPath
 from orbitmq.store.recovery import rebuild_topic_queue_table, recover
+from orbitmq.store.recovery_progress import LoggingProgress, RecoveryProgress
 from orbitmq.store.results import (
     GetMessageResult,
     PutMessageResult,
@@ -57,10 +59,6 @@ from orbitmq.store.transient_pool import TransientStorePool, activation
 
 log = logging.getLogger(__name__)
 
-# fcntl locks are per process: a second store on the same directory in this process is refused here
-# (as a JVM refuses an overlapping FileLock).
-_LOCKED_HERE: set[str] = set()
-
 
 class MessageStore:
     def __init__(
@@ -70,6 +68,7 @@ class MessageStore:
         clock: Clock = SYSTEM_CLOCK,
         store_host: tuple[str, int] = ("127.0.0.1", 10911),
         disk_usage: DiskUsage = disk_usage_ratio,
+        recovery_progress: RecoveryProgress | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -112,8 +111,8 @@ class MessageStore:
             log.warning("transientStorePoolEnable=true is ignored: %s", ignored_because)
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: FlushService | None = None
-        self._lock_fd: int | None = None
-        self._lock_path = ""
+        self._dir_lock = StoreDirLock(config.store_path_root_dir, config.lock_path)
+        self.recovery_progress = recovery_progress
         self._write_lock = threading.RLock()
         self._loaded = False
         self._running = False
@@ -125,8 +124,8 @@ class MessageStore:
         """Lock the directory, open every file and recover (fact sheet 6.7). Returns whether the last exit
         was clean. Raises StoreError if the directory is locked by another process or a file is corrupt."""
         config = self.config
-        os.makedirs(config.store_path_root_dir, exist_ok=True)
-        self._take_lock()
+        self._dir_lock.acquire()
+        started = time.monotonic()
         try:
             self.last_exit_ok = not os.path.exists(config.abort_path)
             self.checkpoint = StoreCheckpoint(config.checkpoint_path)
@@ -143,6 +142,8 @@ class MessageStore:
                 last_exit_ok=self.last_exit_ok,
                 check_crc=config.check_crc_on_recover,
                 index_safe=config.message_index_safe,
+                progress=self.recovery_progress
+                or LoggingProgress(config.store_path_root_dir, time.monotonic),
             )
             self.commit_log.last_store_timestamp = max(
                 self.commit_log.last_store_timestamp, self.checkpoint.physic_msg_timestamp
@@ -165,6 +166,16 @@ class MessageStore:
                 self._release_lock()
             raise
         self._loaded = True
+        # One line an operator can act on: was the last stop clean, and what did recovery cost.
+        log.log(
+            logging.INFO if self.last_exit_ok else logging.WARNING,
+            "store %s recovered in %.2f s %s: commit log %d bytes, %d consume queues",
+            config.store_path_root_dir,
+            time.monotonic() - started,
+            "after a normal stop" if self.last_exit_ok else "after a crash (abort file found)",
+            self.commit_log.max_offset - self.commit_log.min_offset,
+            len(self.queues.snapshot()),
+        )
         return self.last_exit_ok
 
     def start(self) -> None:
@@ -193,6 +204,7 @@ class MessageStore:
             flusher.flush_commit_log(0)
             flusher.flush_consume_queues(0)
         caught_up = self.dispatcher.reput_offset >= self.commit_log.max_offset
+        end = self.commit_log.max_offset
         self._close_files()
         if self.committer is not None:
             self.committer.close()
@@ -202,6 +214,12 @@ class MessageStore:
             except FileNotFoundError:
                 pass
         self._release_lock()
+        log.info(
+            "store %s stopped cleanly (flushed to offset %d)%s",
+            self.config.store_path_root_dir,
+            end,
+            "" if caught_up else "; dispatch lagged, the next start recovers as after a crash",
+        )
 
     def abort(self) -> None:
         """Stop without the clean-shutdown steps (the abort file stays): what a crash leaves behind.
@@ -226,30 +244,8 @@ class MessageStore:
         if self.checkpoint is not None:
             self.checkpoint.close()
 
-    def _take_lock(self) -> None:
-        path = os.path.realpath(self.config.lock_path)
-        locked = StoreError(f"store directory {self.config.store_path_root_dir} is locked by another store")
-        if path in _LOCKED_HERE:
-            raise locked
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-        except OSError as exc:
-            os.close(fd)
-            raise locked from exc
-        os.pwrite(fd, b"lock", 0)
-        self._lock_fd = fd
-        self._lock_path = path
-        _LOCKED_HERE.add(path)
-
     def _release_lock(self) -> None:
-        if self._lock_fd is not None:
-            try:
-                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, 0)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
-                _LOCKED_HERE.discard(self._lock_path)
+        self._dir_lock.release()
 
     # ---- write path -----------------------------------------------------------------------------
     def _refuse(self) -> PutMessageResult | None:

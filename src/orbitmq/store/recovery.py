@@ -41,6 +41,7 @@ from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.dispatch import Dispatcher
 from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.recovery_progress import RecoveryProgress, RecoveryStep
 from orbitmq.store.segment_queue import MappedFileQueue
 
 log = logging.getLogger(__name__)
@@ -133,12 +134,19 @@ def _scan_segment(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) ->
         pos = record_end
 
 
-def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool) -> int:
+def scan_valid_end(
+    files: MappedFileQueue,
+    start_index: int,
+    *,
+    check_crc: bool,
+    progress: RecoveryProgress | None = None,
+) -> int:
     """The offset just past the last valid record, scanning from segment `start_index`."""
     segments = files.files
     if not segments:
         return 0
     index = start_index
+    first, last = segments[start_index].file_from_offset, segments[-1].file_tail_offset
     while True:
         f = segments[index]
         mm = f.mm
@@ -148,8 +156,12 @@ def scan_valid_end(files: MappedFileQueue, start_index: int, *, check_crc: bool)
         finally:
             view.release()  # an exported view would keep the mmap from being closed
         if what == BLANK and index + 1 < len(segments):
+            if progress is not None:
+                progress(RecoveryStep("scan", f.file_tail_offset - first, last - first))
             index += 1
             continue
+        if progress is not None:
+            progress(RecoveryStep("scan", last - first, last - first))
         if what == BLANK:
             # The blank closes the last segment: the log continues at the next (not yet created) one.
             return f.file_tail_offset
@@ -205,8 +217,11 @@ def recover(
     last_exit_ok: bool,
     check_crc: bool,
     index_safe: bool,
+    progress: RecoveryProgress | None = None,
 ) -> int:
-    """Recover the store in place; returns the commit log's end offset (`processOffset`)."""
+    """Recover the store in place; returns the commit log's end offset (`processOffset`).
+
+    `progress` hears after every segment of the scan and of the re-dispatch (recovery_progress)."""
     for cq in queues.snapshot():
         cq.recover()
     files = commit_log.files
@@ -217,7 +232,7 @@ def recover(
         limit = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
         start_index = choose_abnormal_start(files, limit)
     if segments:
-        process_offset = scan_valid_end(files, start_index, check_crc=check_crc)
+        process_offset = scan_valid_end(files, start_index, check_crc=check_crc, progress=progress)
         start_offset = segments[start_index].file_from_offset
     else:
         # No log at all: the derived files describe nothing that exists.
@@ -246,9 +261,26 @@ def recover(
     reput = max(reput, min_offset)
     dispatcher.reput_offset = reput
     rebuild_topic_queue_table(commit_log, queues)
-    dispatcher.dispatch_from_log(process_offset)
+    if progress is None:
+        dispatcher.dispatch_from_log(process_offset)
+    else:
+        _dispatch_with_progress(dispatcher, commit_log.file_size, process_offset, progress)
     rebuild_topic_queue_table(commit_log, queues)
     return process_offset
+
+
+def _dispatch_with_progress(
+    dispatcher: Dispatcher, file_size: int, end: int, progress: RecoveryProgress
+) -> None:
+    """The same dispatch, one segment at a time (records never span segments), reporting after each."""
+    first = dispatcher.reput_offset
+    while dispatcher.reput_offset < end:
+        before = dispatcher.reput_offset
+        segment_end = min(end, before - before % file_size + file_size)
+        dispatcher.dispatch_from_log(segment_end)
+        progress(RecoveryStep("dispatch", dispatcher.reput_offset - first, end - first))
+        if dispatcher.reput_offset == before:
+            break  # stopped at an invalid record: as the single call would
 
 
 def rebuild_topic_queue_table(commit_log: CommitLog, queues: ConsumeQueueTable) -> None:

@@ -128,8 +128,11 @@ class RemotingClient:
             )
         except TimeoutError:
             raise ConnectError(f"connect to {addr} timed out after {self.connect_timeout}s") from None
+        except ConnectionRefusedError:
+            # the plain words users search for, not "[Errno 111] Connect call failed (...)"
+            raise ConnectError(f"connect to {addr} failed: connection refused") from None
         except OSError as exc:
-            raise ConnectError(f"connect to {addr} failed: {exc}") from None
+            raise ConnectError(f"connect to {addr} failed: {exc.strerror or exc}") from None
         if self._closed:
             conn.close("client closed")
             raise ConnectError(f"{self.name} is closed")

@@ -119,7 +119,7 @@ def test_checkpoint_abort_and_lock_files(tmp_path: Path) -> None:
     store.start()
     assert (tmp_path / "abort").exists()
     assert (tmp_path / "lock").read_bytes()[:4] == b"lock"
-    with pytest.raises(StoreError, match="locked"):
+    with pytest.raises(StoreError, match="is in use by another store in this process"):
         MessageStore(small_config(tmp_path)).load()
     store.put_message(make_message(keys="k"))
     store.shutdown()

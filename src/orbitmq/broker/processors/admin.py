@@ -8,6 +8,7 @@ fastjson writes them, with the queue object itself as the key (`{{"brokerName":.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from orbitmq.broker.topics import TopicConfig, validate_topic_name
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
+
+log = logging.getLogger("orbitmq.broker.admin")
 
 if TYPE_CHECKING:
     from orbitmq.broker.app import BrokerApp
@@ -184,12 +187,23 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
             props = parse_properties_text(request.body_bytes().decode("utf-8"))
         except UnicodeDecodeError:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, "the config body is not UTF-8") from None
+        refused = app.config.black_listed(props)
+        if refused:
+            # 4.9.8 answers NO_PERMISSION "Can not update config in black list."; we also name the keys
+            raise BadRequest(
+                ResponseCode.NO_PERMISSION, f"Can not update config in black list: {', '.join(refused)}"
+            )
         try:
             changed = app.config.update(props)
         except ValueError as exc:
-            raise BadRequest(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"config not updated: {exc}") from None
         config_version["counter"] += 1
         config_version["timestamp"] = app.clock.now_ms()
+        try:
+            if not app.config.write_back(props):
+                log.info("broker config updated in memory only (started without -c): %s", sorted(props))
+        except OSError as exc:  # applied all the same, as RocketMQ does when persisting fails
+            log.warning("broker config updated but not written to %s: %s", app.config.broker_config_path, exc)
         if "brokerPermission" in changed:
             await app.registration.register_all()
         return success()
