@@ -116,14 +116,3 @@ def test_w6_and_w7_tables_say_where_their_figures_are() -> None:
     w7 = Measurement("W7", "batch read -> noop", "orbitmq-spark", messages=100, seconds=1.0)
     assert "W7:" not in render_table([w6]) and "replication lag" in render_table([w6])
     assert "Arrow ceiling" in render_table([w7])
-
-
-def test_rich_table_has_the_same_rows_and_notes() -> None:
-    from orbitmq.bench.table import render_rich_table
-
-    absent = Measurement("W1", "1 sender", "redis", skipped=True, note="redis-server not installed")
-    text = render_rich_table([m("nats", 8_000), m("orbitmq", 12_000), absent], width=200)
-    assert "│" in text or "┃" in text  # drawn by rich
-    assert "1.50" in text and "6,000" in text
-    assert "skipped: redis-server not installed" in text
-    assert "orbitmq × : > 1 means orbitmq is better" in text
