@@ -1,9 +1,9 @@
 """BrokerStats: the broker's one source of message counters (RocketMQ's BrokerStatsManager, reduced).
 
 Counted per request, never per message: a send adds its message count and bytes to its topic's item, a
-pull adds what it returned to its group@topic item. Each item is two int additions on an object found
-with one (put) or two (get) dict lookups: no lock (everything runs on the broker's loop), no allocation
-once the item exists.
+pull adds what it returned to its group@topic item. Each is two int additions on an object found with
+one (put) or two (get) dict lookups: no lock (everything runs on the broker's loop), no allocation once
+the item exists. Broker-wide totals and TPS are sums computed when read.
 
 Moving windows: `roll()`, called by a timer every `ROLL_SECONDS`, appends one snapshot per item to a
 short ring (RocketMQ's csListMinute); `tps()` divides the growth since the oldest snapshot of the span by
@@ -24,14 +24,13 @@ _KEEP = int(60 / ROLL_SECONDS) + 2
 
 
 class StatItem:
-    """One moving counter: messages, bytes and calls, with snapshots for the windows."""
+    """One moving counter: messages and bytes, with snapshots for the windows."""
 
-    __slots__ = ("_snapshots", "bytes", "nums", "times")
+    __slots__ = ("_snapshots", "bytes", "nums")
 
     def __init__(self, now: float) -> None:
         self.nums = 0
         self.bytes = 0
-        self.times = 0
         # (monotonic seconds, nums, bytes): the item starts with a zero baseline, so the first window is
         # meaningful before the timer ran.
         self._snapshots: deque[tuple[float, int, int]] = deque([(now, 0, 0)], maxlen=_KEEP)
@@ -60,8 +59,6 @@ class BrokerStats:
         self.topic_put: dict[str, StatItem] = {}
         # group -> topic -> item: two lookups, no key tuple built per pull.
         self.group_get: dict[str, dict[str, StatItem]] = {}
-        self.broker_put = StatItem(clock.monotonic())
-        self.broker_get = StatItem(clock.monotonic())
         # RocketMQ's BrokerStats: totals at this and the previous midnight (local time).
         self.put_total_today_morning = 0
         self.put_total_yesterday_morning = 0
@@ -79,11 +76,6 @@ class BrokerStats:
             item = self.topic_put[topic] = StatItem(self.clock.monotonic())
         item.nums += nums
         item.bytes += size
-        item.times += 1
-        broker = self.broker_put
-        broker.nums += nums
-        broker.bytes += size
-        broker.times += 1
 
     def get(self, group: str, topic: str, nums: int, size: int) -> None:
         topics = self.group_get.get(group)
@@ -94,17 +86,10 @@ class BrokerStats:
             item = topics[topic] = StatItem(self.clock.monotonic())
         item.nums += nums
         item.bytes += size
-        item.times += 1
-        broker = self.broker_get
-        broker.nums += nums
-        broker.bytes += size
-        broker.times += 1
 
     # ------------------------------------------------------------------------------ timer
     def roll(self) -> None:
         now = self.clock.monotonic()
-        self.broker_put.snapshot(now)
-        self.broker_get.snapshot(now)
         for item in self.topic_put.values():
             item.snapshot(now)
         for topics in self.group_get.values():
@@ -114,9 +99,9 @@ class BrokerStats:
         if day != self._day:
             self._day = day
             self.put_total_yesterday_morning = self.put_total_today_morning
-            self.put_total_today_morning = self.broker_put.nums
+            self.put_total_today_morning = self.put_total()
             self.get_total_yesterday_morning = self.get_total_today_morning
-            self.get_total_today_morning = self.broker_get.nums
+            self.get_total_today_morning = self.get_total()
 
     # ------------------------------------------------------------------------------ readers
     def put_tps(self, topic: str, span: float = 60.0) -> float:
@@ -135,13 +120,28 @@ class BrokerStats:
             return 0.0 if item is None else item.rates(now, span)[0]
         return sum(item.rates(now, span)[0] for item in topics.values())
 
-    def runtime_info(self) -> dict[str, str]:
+    def _get_items(self) -> list[StatItem]:
+        return [item for topics in self.group_get.values() for item in topics.values()]
+
+    def put_total(self) -> int:
+        """Messages put since start, all topics (broker totals are sums: nothing extra on the hot path)."""
+        return sum(item.nums for item in self.topic_put.values())
+
+    def get_total(self) -> int:
+        return sum(item.nums for item in self._get_items())
+
+    def broker_tps(self, span: float = 60.0) -> tuple[float, float]:
+        """(messages put/s, messages pulled/s) over the window, whole broker."""
         now = self.clock.monotonic()
-        put_tps, _ = self.broker_put.rates(now)
-        get_tps, _ = self.broker_get.rates(now)
+        put = sum(item.rates(now, span)[0] for item in self.topic_put.values())
+        get = sum(item.rates(now, span)[0] for item in self._get_items())
+        return put, get
+
+    def runtime_info(self) -> dict[str, str]:
+        put_tps, get_tps = self.broker_tps()
         return {
-            "msgPutTotalTodayNow": str(self.broker_put.nums),
-            "msgGetTotalTodayNow": str(self.broker_get.nums),
+            "msgPutTotalTodayNow": str(self.put_total()),
+            "msgGetTotalTodayNow": str(self.get_total()),
             "msgPutTotalTodayMorning": str(self.put_total_today_morning),
             "msgPutTotalYesterdayMorning": str(self.put_total_yesterday_morning),
             "msgGetTotalTodayMorning": str(self.get_total_today_morning),
