@@ -120,6 +120,7 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
 
 async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.recovery_bar import terminal_recovery_bar
     from orbitmq.namesrv.app import NamesrvApp
     from orbitmq.namesrv.config import NamesrvConfig
     from orbitmq.transport import loop
@@ -138,6 +139,7 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
         raise ListenError(_port_error("nameserver", args.port, "--port", exc)) from None
     broker_config.namesrv_addr = namesrv.address
     broker = BrokerApp(broker_config)
+    broker.recovery_progress = terminal_recovery_bar()
     try:
         await broker.start()
     except OSError as exc:

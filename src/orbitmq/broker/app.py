@@ -134,6 +134,9 @@ class BrokerApp:
         )
         try:
             self._store.load()
+            close_progress = getattr(self.recovery_progress, "close", None)  # e.g. a terminal bar
+            if callable(close_progress):
+                close_progress()
             self.topics.load()
             self.subscription_groups.load()
             self.offsets.load()

@@ -51,9 +51,11 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 async def serve(config: BrokerConfig) -> None:
     from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.recovery_bar import terminal_recovery_bar
     from orbitmq.transport import loop
 
     app = BrokerApp(config)
+    app.recovery_progress = terminal_recovery_bar()
     await app.start()
     announce = [f"broker {config.broker_name} listening on {app.broker_addr}"]
     if app.ha_listen_addr is not None:
