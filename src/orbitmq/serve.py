@@ -64,7 +64,10 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
         props["storePathRootDir"] = args.store
     if args.flush_disk_type:
         props["flushDiskType"] = args.flush_disk_type
-    return BrokerConfig.from_properties(props)
+    config = BrokerConfig.from_properties(props)
+    if args.config:
+        config.resolve_beside(args.config)
+    return config
 
 
 async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:

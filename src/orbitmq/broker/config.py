@@ -92,6 +92,12 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     store_reply_message_enable: bool = True
     acl_enable: bool = False
+    # plain_acl.yml; relative paths (and the default) are resolved beside broker.conf (`from_file`).
+    acl_file: str = "plain_acl.yml"
+    # Credentials the broker signs its nameserver requests with (a nameserver with aclEnable=true
+    # refuses unsigned REGISTER_BROKER); orbitmq's names, as the client's AccessKey/SecretKey fields.
+    access_key: str | None = None
+    secret_key: str | None = None
     # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
     client_channel_expired_timeout: int = 120000
     client_housekeeping_interval: int = 10000
@@ -110,7 +116,16 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> BrokerConfig:
-        return cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
+        config = cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
+        config.resolve_beside(path)
+        return config
+
+    def resolve_beside(self, config_file: str | os.PathLike[str]) -> None:
+        """Make a relative `aclFile` relative to the directory of broker.conf (RocketMQ keeps
+        plain_acl.yml in conf/ beside broker.conf)."""
+        acl = Path(self.acl_file)
+        if not acl.is_absolute():
+            self.acl_file = str(Path(config_file).resolve().parent / acl)
 
     def update(self, props: Mapping[str, str]) -> list[str]:
         """Apply properties (as UPDATE_BROKER_CONFIG does); returns the known keys that changed."""
@@ -148,8 +163,9 @@ class BrokerConfig:
     def config_dir(self) -> Path:
         return Path(self.store_path_root_dir) / "config"
 
-    def properties(self) -> dict[str, str]:
-        """Every property as RocketMQ names it (known fields first, then unknown keys)."""
+    def properties(self, *, mask_secrets: bool = False) -> dict[str, str]:
+        """Every property as RocketMQ names it (known fields first, then unknown keys); with
+        `mask_secrets` (GET_BROKER_CONFIG answers) secret values read `******`."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
             if f.name == "extra":
@@ -162,12 +178,19 @@ class BrokerConfig:
             else:
                 out[_camel(f.name)] = str(value)
         out.update(self.extra)
+        if mask_secrets:
+            for key in SECRET_KEYS & out.keys():
+                if out[key]:
+                    out[key] = "******"
         return out
 
     def store_properties(self) -> dict[str, str]:
         """The properties handed to `StoreConfig.from_properties` (None values dropped)."""
         return {k: v for k, v in self.properties().items() if v != ""}
 
+
+# Never shown by GET_BROKER_CONFIG.
+SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
 
 _FIELD_TYPES: dict[str, Any] = {}
 

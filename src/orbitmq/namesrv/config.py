@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 # Names UPDATE_NAMESRV_CONFIG may not change (4.9.8's configBlackList): they are file paths.
-CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath"})
+CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "aclFile", "aclEnable"})
 
 
 def _home() -> str:
@@ -44,6 +44,11 @@ class NamesrvConfig:
     scan_not_active_broker_interval_ms: int = 10_000
     broker_channel_expired_time_ms: int = 120_000
     server_channel_max_idle_time_seconds: int = 120
+    # Beyond RocketMQ 4.9.8 (no nameserver ACL): with aclEnable=true the writes (REGISTER_BROKER,
+    # UNREGISTER_BROKER, KV config, DELETE_TOPIC_IN_NAMESRV, broker write perms, namesrv config) need
+    # a request signed by an admin account of aclFile (plain_acl.yml, resolved beside namesrv.conf).
+    acl_enable: bool = False
+    acl_file: str = "plain_acl.yml"
     extra: dict[str, str] = field(default_factory=dict)
 
     _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {
@@ -57,6 +62,8 @@ class NamesrvConfig:
         "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", int),
         "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", int),
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", int),
+        "aclEnable": ("acl_enable", _bool),
+        "aclFile": ("acl_file", str),
     }
 
     @classmethod
@@ -78,6 +85,12 @@ class NamesrvConfig:
             except ValueError:
                 raise ValueError(f"bad value {text!r} for namesrv property {name}") from None
             setattr(self, attr, value)
+
+    def resolve_beside(self, config_file: str | Path) -> None:
+        """A relative `aclFile` is relative to namesrv.conf's directory."""
+        acl = Path(self.acl_file)
+        if not acl.is_absolute():
+            self.acl_file = str(Path(config_file).resolve().parent / acl)
 
     def to_properties(self) -> dict[str, str]:
         props: dict[str, str] = {}

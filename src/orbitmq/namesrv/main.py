@@ -30,6 +30,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def build_config(args: argparse.Namespace) -> NamesrvConfig:
     config = NamesrvConfig.from_properties(load_config_file(args.config) if args.config else {})
+    if args.config:
+        config.resolve_beside(args.config)
     if args.port is not None:
         config.listen_port = args.port
     if args.kv_config_path:
