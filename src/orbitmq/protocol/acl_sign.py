@@ -12,7 +12,6 @@ check, and a server may accept either content (`signature_contents`).
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from collections.abc import Iterator, Mapping
 
@@ -42,18 +41,20 @@ def signature_content(
     ext_fields: Mapping[str, object], body: Buffer = b"", *, exclude: frozenset[str] = frozenset()
 ) -> bytes:
     """The bytes that are signed: sorted ext values (minus Signature and `exclude`) + body."""
-    keys = sorted(
-        (k for k, v in ext_fields.items() if v is not None and k != SIGNATURE and k not in exclude),
-        key=_java_order,
-    )
+    keys = [k for k, v in ext_fields.items() if v is not None and k != SIGNATURE and k not in exclude]
+    # Python's str order is Java's for keys without characters above U+FFFF; ASCII is the usual case
+    # and sorting without a key function is ten times cheaper.
+    if "".join(keys).isascii():
+        keys.sort()
+    else:
+        keys.sort(key=_java_order)
     text = "".join(_text(ext_fields[k]) for k in keys)
-    return text.encode("utf-8") + bytes(body)
+    return text.encode("utf-8") + body
 
 
 def calculate_signature(content: bytes, secret_key: str) -> str:
     """HMAC-SHA1 of `content` with the secret key, Base64 (AclUtils.calSignature)."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    return base64.b64encode(hmac.digest(secret_key.encode("utf-8"), content, "sha1")).decode("ascii")
 
 
 def signature_contents(ext_fields: Mapping[str, object], body: Buffer = b"") -> Iterator[bytes]:
