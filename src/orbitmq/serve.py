@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from orbitmq.broker.config import BrokerConfig, parse_properties_text
+from orbitmq.common.errors import OrbitError
 
 
 def default_home() -> Path:
@@ -120,6 +121,9 @@ def main(argv: list[str]) -> int:
 
     try:
         loop.run(serve(args, broker_config))
+    except (ValueError, OrbitError) as exc:  # found at startup: the ACL file, TLS settings
+        print(f"orbitmq serve: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"orbitmq serve: {exc}", file=sys.stderr)
         return 1

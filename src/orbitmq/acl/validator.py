@@ -125,7 +125,12 @@ class PlainAccessValidator:
             raise AclError(f"No acl config for {access_key}")
         if account.white(ip):
             return
-        if not verify_signature(ext, request.body_bytes(), account.secret_key, ext.get(SIGNATURE)):
+        if not verify_signature(
+            ext,
+            request.body if request.body_parts is None else request.body_bytes(),
+            account.secret_key,
+            ext.get(SIGNATURE),
+        ):
             raise AclError(f"Check signature failed for accessKey={access_key}")
         resources = needed_resources(request) if policy.checked_codes is None else {}
         if resources.get(TRACE_TOPIC) == PUB:

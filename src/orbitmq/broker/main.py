@@ -13,6 +13,7 @@ import logging
 import sys
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.common.errors import OrbitError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -71,6 +72,9 @@ def main(argv: list[str]) -> int:
 
     try:
         loop.run(serve(config))
+    except (ValueError, OrbitError) as exc:  # found at startup: the ACL file, TLS settings
+        print(f"orbitmq broker: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"orbitmq broker: {exc}", file=sys.stderr)
         return 1

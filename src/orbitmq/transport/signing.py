@@ -29,6 +29,12 @@ def request_signer(
                 del ext[name]  # not sent, so not signed
             elif not isinstance(value, str):
                 ext[name] = str(value).lower() if isinstance(value, bool) else str(value)
-        sign_ext_fields(request.ext_fields, request.body_bytes(), key, secret, security_token)
+        sign_ext_fields(
+            request.ext_fields,
+            request.body if request.body_parts is None else request.body_bytes(),
+            key,
+            secret,
+            security_token,
+        )
 
     return sign

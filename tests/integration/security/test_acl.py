@@ -9,6 +9,9 @@ registrations with accessKey/secretKey from broker.conf, registers.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import os
 import time
 import zlib
@@ -26,7 +29,7 @@ from orbitmq.client.config import ClientConfig
 from orbitmq.common.errors import BrokerError
 from orbitmq.namesrv.route_table import DataVersion
 from orbitmq.namesrv.wire import encode_registration
-from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.testing import ServerProcess, start_broker, start_namesrv
 from orbitmq.transport import RemotingClient
@@ -362,3 +365,33 @@ async def test_namesrv_refuses_forged_writes(namesrv: ServerProcess, broker: Ser
         namesrv.address, RequestCode.PUT_KV_CONFIG, {"namespace": "ns", "key": "k", "value": "v"}, creds=ADMIN
     )
     assert kv.code == ResponseCode.SUCCESS
+
+
+async def test_java_client_wire_form(broker: ServerProcess) -> None:
+    """What AclClientRPCHook sends, signed here by hand: ROCKETMQ (binary) header serialization, and a
+    QUERY_MESSAGE signed with `_UNIQUE_KEY_QUERY` included (the Java client's known quirk)."""
+    ext = {
+        "topic": TOPIC,
+        "key": "no-such-key",
+        "maxNum": "1",
+        "beginTimestamp": "0",
+        "endTimestamp": str(2**62),
+        "_UNIQUE_KEY_QUERY": "true",
+        "AccessKey": CONSUMER[0],
+    }
+    content = "".join(ext[k] for k in sorted(ext)).encode()  # ASCII keys: Java's order is Python's
+    ext["Signature"] = base64.b64encode(
+        hmac.new(CONSUMER[1].encode(), content, hashlib.sha1).digest()
+    ).decode()
+    request = RemotingCommand.request(RequestCode.QUERY_MESSAGE, ext)
+    request.serialize_type = SerializeType.ROCKETMQ
+    client = RemotingClient()
+    try:
+        answer = await client.invoke(broker.address, request, 5.0)
+        assert answer.code != ResponseCode.NO_PERMISSION, answer.remark
+        tampered = RemotingCommand.request(RequestCode.QUERY_MESSAGE, {**ext, "key": "other"})
+        tampered.serialize_type = SerializeType.ROCKETMQ
+        refused = await client.invoke(broker.address, tampered, 5.0)
+        assert refused.code == ResponseCode.NO_PERMISSION
+    finally:
+        await client.close()
