@@ -395,3 +395,55 @@ async def test_java_client_wire_form(broker: ServerProcess) -> None:
         assert refused.code == ResponseCode.NO_PERMISSION
     finally:
         await client.close()
+
+
+def test_admin_acl_subcommands(
+    workdir: Path,
+    broker: ServerProcess,
+    namesrv: ServerProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ORBITMQ_ACCESS_KEY", ADMIN[0])
+    monkeypatch.setenv("ORBITMQ_SECRET_KEY", ADMIN[1])
+    path = workdir / "broker_acl.yml"
+    common = ["-n", namesrv.address, "-c", "DefaultCluster"]
+    try:
+        assert (
+            admin_main(
+                [
+                    "updateAclConfig",
+                    *common,
+                    "-a",
+                    "cliaccount",
+                    "-s",
+                    "clisecret1",
+                    "-t",
+                    "T1=PUB,T2=SUB",
+                    "-i",
+                    "DENY",
+                    "-m",
+                    "false",
+                ]
+            )
+            == 0
+        )
+        account = next(
+            a for a in yaml.safe_load(path.read_text())["accounts"] if a["accessKey"] == "cliaccount"
+        )
+        assert account["topicPerms"] == ["T1=PUB", "T2=SUB"] and account["defaultTopicPerm"] == "DENY"
+        capsys.readouterr()
+        assert admin_main(["clusterAclConfigVersion", *common, "--json"]) == 0
+        rows = orjson.loads(capsys.readouterr().out)
+        assert rows[0]["brokerName"] == "broker-a" and rows[0]["version"]["counter"] >= 1
+        assert admin_main(["updateGlobalWhiteAddr", *common, "-g", "10.1.*.*"]) == 0
+        assert yaml.safe_load(path.read_text())["globalWhiteRemoteAddresses"] == ["10.1.*.*"]
+        assert admin_main(["deleteAclConfig", *common, "-a", "cliaccount"]) == 0
+        assert all(a["accessKey"] != "cliaccount" for a in yaml.safe_load(path.read_text())["accounts"])
+        # Not as a non-admin account.
+        monkeypatch.setenv("ORBITMQ_ACCESS_KEY", PRODUCER[0])
+        monkeypatch.setenv("ORBITMQ_SECRET_KEY", PRODUCER[1])
+        assert admin_main(["deleteAclConfig", *common, "-a", ADMIN[0]]) == 1
+        assert "Need admin permission" in capsys.readouterr().err
+    finally:
+        write_acl(path, BROKER_ACL)
