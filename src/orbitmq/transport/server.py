@@ -39,8 +39,9 @@ ConnectionListener = Callable[[Connection], None]
 # Sees a request before its processor; returns None to let it through or the answer to send instead.
 RequestHook = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
-# A client that connects to a permissive server and sends nothing is dropped after this long.
-SNIFF_TIMEOUT = 30.0
+# A client that connects to a permissive server and sends nothing is dropped after the idle timeout
+# (serverChannelMaxIdleTimeSeconds), or this long without one.
+SNIFF_TIMEOUT = 120.0
 
 
 class RemotingServer:
@@ -111,7 +112,8 @@ class RemotingServer:
         ctx = self.tls.context()
         if self.tls.mode is TlsMode.PERMISSIVE:
             assert ctx is not None
-            listen = socket.create_server((self.host, self._requested_port), backlog=1024)
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            listen = socket.create_server((self.host, self._requested_port), family=family, backlog=1024)
             listen.setblocking(False)
             self._listen_socket = listen
             self.port = listen.getsockname()[1]
@@ -209,7 +211,7 @@ class RemotingServer:
             fd = sock.fileno()
             loop.add_reader(fd, _set_once, readable)
             try:
-                await asyncio.wait_for(readable, SNIFF_TIMEOUT)
+                await asyncio.wait_for(readable, self.idle_timeout or SNIFF_TIMEOUT)
             finally:
                 loop.remove_reader(fd)
             first = sock.recv(1, socket.MSG_PEEK)
