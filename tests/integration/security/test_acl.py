@@ -24,7 +24,15 @@ import yaml
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.cli import main as admin_main
-from orbitmq.client.aio import LitePullConsumer, Message, Producer
+from orbitmq.client.aio import (
+    ConsumeConcurrentlyContext,
+    ConsumeStatus,
+    LitePullConsumer,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
 from orbitmq.client.config import ClientConfig
 from orbitmq.common.errors import BrokerError
 from orbitmq.namesrv.route_table import DataVersion
@@ -101,6 +109,7 @@ def broker(workdir: Path, namesrv: ServerProcess) -> Iterator[ServerProcess]:
         secretKey=ADMIN[1],
         mappedFileSizeCommitLog=16 * 1024 * 1024,
         mappedFileSizeConsumeQueue=20 * 6000,
+        messageDelayLevel="1s 1s 1s 1s",
     ) as proc:
         yield proc
 
@@ -447,3 +456,42 @@ def test_admin_acl_subcommands(
         assert "Need admin permission" in capsys.readouterr().err
     finally:
         write_acl(path, BROKER_ACL)
+
+
+async def test_push_consumer_with_credentials_and_a_retry(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    """PushConsumer under ACL: heartbeat, rebalance, pull, offsets and a send-back to %RETRY%<group>
+    (CONSUMER_SEND_MSG_BACK needs SUB on the group) all signed."""
+    await ensure_topic(namesrv, "AclPushTopic")
+    fast = {"namesrv_addrs": [namesrv.address], "rebalance_interval": 1.0, "persist_offset_interval": 0.5}
+    seen: list[tuple[bytes, int]] = []
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeStatus:
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        first_time = any(m.reconsume_times == 0 and m.body == b"retry-me" for m in msgs)
+        return ConsumeStatus.RECONSUME_LATER if first_time else ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        GROUP,
+        config=ClientConfig(**fast),
+        access_key=ADMIN[0],
+        secret_key=ADMIN[1],
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+    )
+    consumer.subscribe("AclPushTopic", "*")
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        async with Producer(
+            "AclPushProducer", config=ClientConfig(**fast), access_key=ADMIN[0], secret_key=ADMIN[1]
+        ) as producer:
+            await producer.send(Message.create("AclPushTopic", "plain"))
+            await producer.send(Message.create("AclPushTopic", "retry-me"))
+        deadline = time.monotonic() + 25
+        while (b"retry-me", 1) not in seen and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert (b"plain", 0) in seen
+        assert (b"retry-me", 0) in seen and (b"retry-me", 1) in seen  # redelivered from %RETRY%AclGroup
+    finally:
+        await consumer.shutdown()
