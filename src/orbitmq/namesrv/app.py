@@ -12,6 +12,7 @@ import logging
 from types import TracebackType
 
 from orbitmq.acl import AccessPolicy, AclError, PlainAccessValidator
+from orbitmq.acl.refusals import RefusalLog
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.namesrv.config import NamesrvConfig
 from orbitmq.namesrv.housekeeping import BrokerExpiryService
@@ -71,6 +72,7 @@ class NamesrvApp:
         for code, processor in self.processors.table().items():
             self.server.register(code, processor)
         self.acl: PlainAccessValidator | None = None
+        self._refusals = RefusalLog(log)
         if self.config.acl_enable:
             self.acl = PlainAccessValidator(
                 self.config.acl_file,
@@ -120,7 +122,7 @@ class NamesrvApp:
         try:
             self.acl.check(request, conn.remote_address)
         except AclError as exc:
-            log.warning("namesrv: code %d from %s refused: %s", request.code, conn.remote_address, exc)
+            self._refusals.refused(request.code, conn.remote_address, exc)
             return RemotingCommand.response(ResponseCode.NO_PERMISSION, f"{ACL_EXCEPTION}: {exc}")
         return None
 

@@ -153,3 +153,20 @@ def test_update_and_delete_write_the_file(validator: PlainAccessValidator) -> No
     validator.check(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC), "172.16.3.3:1")
     with pytest.raises(AclError):
         validator.update_global_white(["999.1.1.1"])
+
+
+def test_refusal_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from orbitmq.acl.refusals import RefusalLog
+
+    now = [0.0]
+    refusals = RefusalLog(logging.getLogger("test.acl"), monotonic=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="test.acl"):
+        for _ in range(100):
+            refusals.refused(10, "1.2.3.4:5", "No accessKey is configured")
+        now[0] = 1.5
+        refusals.refused(10, "1.2.3.4:5", "No accessKey is configured")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "99 more refused" in lines[1]

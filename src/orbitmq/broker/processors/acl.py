@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
 from orbitmq.acl import AclError, PlainAccessValidator
+from orbitmq.acl.refusals import RefusalLog
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -28,6 +30,8 @@ from orbitmq.transport.connection import Connection
 if TYPE_CHECKING:
     from orbitmq.broker.app import BrokerApp
     from orbitmq.transport.server import RemotingServer
+
+log = logging.getLogger("orbitmq.broker")
 
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 
@@ -49,10 +53,13 @@ def refusal(exc: AclError) -> RemotingCommand:
 
 
 def install_hook(server: RemotingServer, validator: PlainAccessValidator) -> None:
+    refusals = RefusalLog(log)
+
     def check(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         try:
             validator.check(request, conn.remote_address)
         except AclError as exc:
+            refusals.refused(request.code, conn.remote_address, exc)
             return refusal(exc)
         return None
 
