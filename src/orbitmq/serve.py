@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from orbitmq.broker.config import BrokerConfig, parse_properties_text
-from orbitmq.common.errors import StoreError
+from orbitmq.common.errors import OrbitError, StoreError
 
 
 def default_home() -> Path:
@@ -115,6 +115,7 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
     config = BrokerConfig.from_properties(props)
     if args.config:
         config.broker_config_path = os.path.abspath(args.config)
+        config.resolve_beside(args.config)
     return config
 
 
@@ -213,4 +214,7 @@ def main(argv: list[str]) -> int:
         # one line the user can act on (which store, which port, which flag), not a traceback
         print(f"orbitmq serve: {exc}", file=sys.stderr)
         return 1
+    except (ValueError, OrbitError) as exc:  # found at startup: the ACL file, TLS settings
+        print(f"orbitmq serve: {exc}", file=sys.stderr)
+        return 2
     return 0

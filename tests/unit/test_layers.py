@@ -19,7 +19,7 @@ LEVELS: list[set[str]] = [
     {"common"},
     {"message"},
     {"protocol"},
-    {"store", "transport"},
+    {"store", "transport", "acl"},
     {"replication"},
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
@@ -32,7 +32,7 @@ TOP_LEVEL = len(LEVELS) - 1
 LEVEL_OF = {component: i for i, level in enumerate(LEVELS) for component in level}
 
 # Pure layers: bytes in, values out; the store is a synchronous library.
-NO_IO_COMPONENTS = {"common", "message", "protocol", "store"}
+NO_IO_COMPONENTS = {"common", "message", "protocol", "store", "acl"}
 IO_MODULES = {"asyncio", "socket", "selectors", "ssl", "uvloop", "socketserver"}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from orbitmq.admin.acl import AclAdmin
 from orbitmq.admin.base import LONG_MAX, AdminError, ext_fields
 from orbitmq.admin.messages import MessageAdmin
 from orbitmq.admin.views import (
@@ -41,7 +42,7 @@ from orbitmq.protocol.codes import RequestCode, ResponseCode
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
 
 
-class AdminClient(MessageAdmin):
+class AdminClient(AclAdmin, MessageAdmin):
     """`async with AdminClient("127.0.0.1:9876") as admin: await admin.topic_list()`."""
 
     # ---- topics -----------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from orbitmq.protocol.bodies import (
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.signing import request_signer
+from orbitmq.transport.tls import TlsClientSettings
 
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"  # MixAll.TOOLS_CONSUMER_GROUP
 TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
@@ -59,13 +61,24 @@ class AdminBase:
         *,
         timeout: float = 5.0,
         connect_timeout: float = 3.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings = False,
     ) -> None:
         addrs = parse_namesrv_addrs(namesrv_addrs)
         if not addrs:
             raise ClientError("no name server address: pass -n host:port (';' separates several)")
         self.namesrv_addrs = addrs
         self.timeout = timeout
-        self.remoting = RemotingClient(connect_timeout=connect_timeout, name="admin")
+        if tls is True:
+            tls = TlsClientSettings(enable=True)
+        self.remoting = RemotingClient(
+            connect_timeout=connect_timeout,
+            name="admin",
+            rpc_hook=request_signer(access_key, secret_key, security_token),
+            ssl_context=tls.context() if tls else None,
+        )
         self.api = MQClientAPI(self.remoting, addrs, timeout=timeout)
 
     async def close(self) -> None:

@@ -19,13 +19,18 @@ from orbitmq.admin.api import AdminClient
 class BlockingAdminClient:
     """`with BlockingAdminClient("127.0.0.1:9876") as admin: admin.topic_list()`."""
 
-    def __init__(self, namesrv_addrs: str | Sequence[str] | None = None, *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv_addrs: str | Sequence[str] | None = None, *, timeout: float = 5.0, **options: Any
+    ) -> None:
         self._runner = asyncio.Runner()
-        self._admin = self._runner.run(self._create(namesrv_addrs, timeout))
+        self._admin = self._runner.run(self._create(namesrv_addrs, timeout, options))
 
     @staticmethod
-    async def _create(namesrv_addrs: str | Sequence[str] | None, timeout: float) -> AdminClient:
-        return AdminClient(namesrv_addrs, timeout=timeout)
+    async def _create(
+        namesrv_addrs: str | Sequence[str] | None, timeout: float, options: dict[str, Any]
+    ) -> AdminClient:
+        """`options`: AdminClient's keywords (access_key, secret_key, security_token, tls)."""
+        return AdminClient(namesrv_addrs, timeout=timeout, **options)
 
     @property
     def aio(self) -> AdminClient:

@@ -4,19 +4,21 @@
     orbitmq admin topicStatus -n 127.0.0.1:9876 -t TopicA --json
 
 Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
-output) and --timeout (seconds per request). Output goes to stdout; a failure prints one line
-`orbitmq admin NAME: error: ...` on stderr and exits 1 (2 for bad arguments), never a traceback for
-anything the user or the cluster got wrong.
+output) and --timeout (seconds per request); against a cluster with ACL on, --access-key and
+--secret-key (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign every request; --tls uses TLS.
+Output goes to stdout; a failure prints one line `orbitmq admin NAME: error: ...` on stderr and
+exits 1 (2 for bad arguments), never a traceback for anything the user or the cluster got wrong.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 
-from orbitmq.admin import message_commands, topic_commands, watch_command
+from orbitmq.admin import acl_commands, message_commands, topic_commands, watch_command
 from orbitmq.admin.api import AdminClient, AdminError
 from orbitmq.admin.registry import COMMANDS, Command, Report
 from orbitmq.admin.table import to_json_text
@@ -24,7 +26,7 @@ from orbitmq.common.errors import BrokerError, ClientError, ConnectError, OrbitE
 from orbitmq.protocol.codes import ResponseCode
 
 # Imported for their @command registrations.
-_SUBCOMMAND_MODULES = (topic_commands, message_commands, watch_command)
+_SUBCOMMAND_MODULES = (topic_commands, message_commands, acl_commands, watch_command)
 
 PROG = "orbitmq admin"
 
@@ -74,6 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request (5)")
+    common.add_argument(
+        "--access-key",
+        default=os.environ.get("ORBITMQ_ACCESS_KEY"),
+        help="ACL access key: sign every request (or ORBITMQ_ACCESS_KEY)",
+    )
+    common.add_argument(
+        "--secret-key",
+        default=os.environ.get("ORBITMQ_SECRET_KEY"),
+        help="ACL secret key (or ORBITMQ_SECRET_KEY; prefer the variable: flags show in ps)",
+    )
+    common.add_argument("--tls", action="store_true", help="connect with TLS (tls.enable=true)")
     parser = _Parser(prog=PROG, usage=usage(), add_help=False)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, cmd in COMMANDS.items():
@@ -105,7 +118,15 @@ def error_text(exc: BaseException) -> str:
 
 
 async def run_command(cmd: Command, args: argparse.Namespace) -> Report:
-    async with AdminClient(args.namesrv, timeout=args.timeout) as admin:
+    if args.access_key and not args.secret_key:
+        raise ClientError("--access-key needs --secret-key (or ORBITMQ_SECRET_KEY)")
+    async with AdminClient(
+        args.namesrv,
+        timeout=args.timeout,
+        access_key=args.access_key,
+        secret_key=args.secret_key,
+        tls=args.tls,
+    ) as admin:
         return await cmd.run(admin, args)
 
 

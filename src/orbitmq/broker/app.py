@@ -17,6 +17,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from orbitmq.acl import PlainAccessValidator
 from orbitmq.broker.client_registry import ClientChannelInfo, ConsumerRegistry, ProducerRegistry
 from orbitmq.broker.config import BrokerConfig, parse_delay_levels
 from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
@@ -37,6 +38,8 @@ from orbitmq.store.recovery_progress import RecoveryProgress
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.server import RemotingServer
+from orbitmq.transport.signing import request_signer
+from orbitmq.transport.tls import TlsClientSettings, TlsServerSettings
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -60,9 +63,20 @@ class BrokerApp:
         self.stats = BrokerStats(clock)
         self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
         self.server = RemotingServer(
-            config.broker_ip1, config.listen_port, name=f"broker {config.broker_name}", clock=clock
+            config.broker_ip1,
+            config.listen_port,
+            name=f"broker {config.broker_name}",
+            clock=clock,
+            tls=TlsServerSettings.from_properties(config.extra),
         )
-        self.outbound = RemotingClient(name=f"broker {config.broker_name} outbound", clock=clock)
+        self.outbound = RemotingClient(
+            name=f"broker {config.broker_name} outbound",
+            clock=clock,
+            rpc_hook=request_signer(config.access_key, config.secret_key),
+            ssl_context=TlsClientSettings.from_properties(config.extra).context(),
+        )
+        # plain_acl.yml rules when aclEnable=true (loaded in start()); None otherwise.
+        self.acl: PlainAccessValidator | None = None
         self._store: MessageStore | None = None
         self.hold: PullRequestHoldService | None = None
         self.started_ms = 0
@@ -116,10 +130,13 @@ class BrokerApp:
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        from orbitmq.broker.processors import admin, client, locks, offsets, pull, query, send
+        from orbitmq.broker.processors import acl, admin, client, locks, offsets, pull, query, send
 
-        for module in (send, pull, offsets, client, locks, query, admin):
+        for module in (send, pull, offsets, client, locks, query, admin, acl):
             module.register(self.server, self)
+        if self.config.acl_enable:
+            self.acl = PlainAccessValidator(self.config.acl_file)
+            acl.install_hook(self.server, self.acl)
         self.server.add_connection_listener(on_close=self._connection_closed)
         await self.server.start()
         # Everything below runs before the loop gets a chance to dispatch a request to the new server.

@@ -26,6 +26,7 @@ from orbitmq.protocol.config_values import (
     BOOLEAN,
     BROKER_ROLE,
     FLUSH_DISK_TYPE,
+    TLS_KEYS,
     boolean_warning,
     java_trim,
     kind_of_annotation,
@@ -118,6 +119,12 @@ class BrokerConfig:
     config_black_list: str = (
         "configBlackList;brokerConfigPath;rocketmqHome;storePathRootDir;storePathCommitLog"
     )
+    # plain_acl.yml; relative paths (and the default) are resolved beside broker.conf (`from_file`).
+    acl_file: str = "plain_acl.yml"
+    # Credentials the broker signs its nameserver requests with (a nameserver with aclEnable=true
+    # refuses unsigned REGISTER_BROKER); orbitmq's names, as the client's AccessKey/SecretKey fields.
+    access_key: str | None = None
+    secret_key: str | None = None
     # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
     client_channel_expired_timeout: int = 120000
     client_housekeeping_interval: int = 10000
@@ -136,7 +143,16 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> BrokerConfig:
-        return cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
+        config = cls.from_properties(parse_properties_text(Path(path).read_text(encoding="utf-8")))
+        config.resolve_beside(path)
+        return config
+
+    def resolve_beside(self, config_file: str | os.PathLike[str]) -> None:
+        """Make a relative `aclFile` relative to the directory of broker.conf (RocketMQ keeps
+        plain_acl.yml in conf/ beside broker.conf)."""
+        acl = Path(self.acl_file)
+        if not acl.is_absolute():
+            self.acl_file = str(Path(config_file).resolve().parent / acl)
 
     def update(self, props: Mapping[str, str]) -> list[str]:
         """Apply properties (as UPDATE_BROKER_CONFIG does); returns the known keys that changed.
@@ -204,8 +220,9 @@ class BrokerConfig:
     def config_dir(self) -> Path:
         return Path(self.store_path_root_dir) / "config"
 
-    def properties(self) -> dict[str, str]:
-        """Every property as RocketMQ names it (known fields first, then unknown keys)."""
+    def properties(self, *, mask_secrets: bool = False) -> dict[str, str]:
+        """Every property as RocketMQ names it (known fields first, then unknown keys); with
+        `mask_secrets` (GET_BROKER_CONFIG answers) secret values read `******`."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
             if f.name == "extra":
@@ -218,6 +235,10 @@ class BrokerConfig:
             else:
                 out[_camel(f.name)] = str(value)
         out.update(self.extra)
+        if mask_secrets:
+            for key in SECRET_KEYS & out.keys():
+                if out[key]:
+                    out[key] = "******"
         return out
 
     def store_properties(self) -> dict[str, str]:
@@ -232,11 +253,13 @@ _KINDS = {
     camel: _ENUM_KEYS.get(camel) or kind_of_annotation(f.type)
     for camel, f in ((_camel(f.name), f) for f in dataclasses.fields(BrokerConfig) if f.name != "extra")
 }
+# Never shown by GET_BROKER_CONFIG.
+SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
 
 
 def known_broker_keys() -> set[str]:
-    """Every key orbitmq's broker acts on (its own and the store's)."""
-    return set(_KINDS) | set(STORE_KINDS)
+    """Every key orbitmq's broker acts on (its own, the store's and TLS's)."""
+    return set(_KINDS) | set(STORE_KINDS) | TLS_KEYS
 
 
 # ---------------------------------------------------------------------------------- properties text

@@ -14,7 +14,7 @@ import os
 import sys
 
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.common.errors import StoreError
+from orbitmq.common.errors import OrbitError, StoreError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -97,4 +97,7 @@ def main(argv: list[str]) -> int:
         # one line naming the store / port, not a traceback
         print(f"orbitmq broker: {exc}", file=sys.stderr)
         return 1
+    except (ValueError, OrbitError) as exc:  # found at startup: the ACL file, TLS settings
+        print(f"orbitmq broker: {exc}", file=sys.stderr)
+        return 2
     return 0

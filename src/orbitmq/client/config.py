@@ -1,6 +1,7 @@
 """ClientConfig: what every producer and consumer of one client instance shares (fact sheet 7.5).
 
-Pure values; no I/O beyond reading the environment and the local host name.
+Pure values; no I/O beyond reading the environment and the local host name (and, for TLS, the
+certificate files when the ssl context is built).
 """
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from orbitmq.common.errors import ClientError
+from orbitmq.transport.tls import TlsClientSettings
 
 _instance_counter = itertools.count()
 
@@ -91,6 +94,38 @@ class ClientConfig:
     persist_offset_interval: float = 5.0
     rebalance_interval: float = 20.0
     api_timeout: float = 3.0  # mqClientApiTimeout: heartbeat, route fetch, unregister, consumer ids
+    # ACL credentials: every request is signed (AclClientRPCHook) when access_key is set.
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
+    # TLS to name servers and brokers: True (no server verification, as RocketMQ's default
+    # tls.client.authServer=false) or a TlsClientSettings.
+    tls: bool | TlsClientSettings = False
+
+    def set_security(
+        self,
+        *,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings | None = None,
+    ) -> None:
+        """Apply the security options a producer or consumer was given (None keeps the current)."""
+        if access_key is not None:
+            self.access_key = access_key
+        if secret_key is not None:
+            self.secret_key = secret_key
+        if security_token is not None:
+            self.security_token = security_token
+        if tls is not None:
+            self.tls = tls
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        tls = self.tls
+        if tls is False:
+            return None
+        settings = TlsClientSettings(enable=True) if tls is True else tls
+        return settings.context()
 
     @property
     def client_id(self) -> str:

@@ -34,6 +34,7 @@ from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.signing import request_signer
 
 log = logging.getLogger("orbitmq.client")
 
@@ -67,7 +68,11 @@ class ClientInstance:
     def __init__(self, config: ClientConfig, *, remoting: RemotingClient | None = None) -> None:
         self.config = config
         self.client_id = config.client_id
-        self.remoting = remoting or RemotingClient(name=f"client {self.client_id}")
+        self.remoting = remoting or RemotingClient(
+            name=f"client {self.client_id}",
+            rpc_hook=request_signer(config.access_key, config.secret_key, config.security_token),
+            ssl_context=config.tls_context(),
+        )
         self.api = MQClientAPI(self.remoting, config.namesrv_addrs, timeout=config.api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}

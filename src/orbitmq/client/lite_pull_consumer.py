@@ -40,6 +40,7 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
 from orbitmq.message.validation import validate_group, validate_topic
+from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
@@ -70,6 +71,10 @@ class LitePullConsumer:
         *,
         instance: ClientInstance | None = None,
         config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings | None = None,
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
@@ -91,6 +96,9 @@ class LitePullConsumer:
             config = config or ClientConfig()
             if namesrv_addrs is not None or not config.namesrv_addrs:
                 config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
+            config.set_security(
+                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
+            )
         self.group = group
         self._config = config
         self._own_instance = instance is None

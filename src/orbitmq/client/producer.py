@@ -35,6 +35,7 @@ from orbitmq.message.codec import (
 from orbitmq.message.model import Message, MessageQueue
 from orbitmq.message.validation import validate_group, validate_message, validate_user_property
 from orbitmq.protocol.codes import ResponseCode
+from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
@@ -121,6 +122,10 @@ class Producer:
         *,
         instance: ClientInstance | None = None,
         config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings | None = None,
         send_timeout: float = 3.0,
         retry_times: int = 2,
         retry_times_async: int = 2,
@@ -140,6 +145,9 @@ class Producer:
             config = config or ClientConfig()
             if namesrv_addrs is not None or not config.namesrv_addrs:
                 config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
+            config.set_security(
+                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
+            )
         self.group = group
         self._own_instance = instance is None
         self._config = config

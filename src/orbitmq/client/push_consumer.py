@@ -38,6 +38,7 @@ from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
 from orbitmq.message.model import Message, MessageExt, MessageQueue
 from orbitmq.message.validation import validate_group, validate_topic
+from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
@@ -82,6 +83,10 @@ class PushConsumer:
         *,
         instance: ClientInstance | None = None,
         config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings | None = None,
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
@@ -103,6 +108,9 @@ class PushConsumer:
             config = config or ClientConfig()
             if namesrv_addrs is not None or not config.namesrv_addrs:
                 config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
+            config.set_security(
+                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
+            )
         self.group = group
         self._config = config
         self._own_instance = instance is None

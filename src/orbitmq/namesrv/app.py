@@ -11,15 +11,36 @@ from __future__ import annotations
 import logging
 from types import TracebackType
 
+from orbitmq.acl import AccessPolicy, AclError, PlainAccessValidator
+from orbitmq.acl.refusals import RefusalLog
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.namesrv.config import NamesrvConfig
 from orbitmq.namesrv.housekeeping import BrokerExpiryService
 from orbitmq.namesrv.kv_config import KVConfigManager
 from orbitmq.namesrv.processors import NamesrvProcessors
 from orbitmq.namesrv.route_table import RouteInfoManager
+from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport import Connection, RemotingServer
+from orbitmq.transport.tls import TlsServerSettings
 
 log = logging.getLogger("orbitmq.namesrv")
+
+ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+# What a nameserver with aclEnable=true lets only signed admin accounts do (orbitmq's own rule).
+NAMESRV_WRITE_CODES = frozenset(
+    {
+        RequestCode.REGISTER_BROKER,
+        RequestCode.UNREGISTER_BROKER,
+        RequestCode.PUT_KV_CONFIG,
+        RequestCode.DELETE_KV_CONFIG,
+        RequestCode.DELETE_TOPIC_IN_NAMESRV,
+        RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        RequestCode.ADD_WRITE_PERM_OF_BROKER,
+        RequestCode.UPDATE_NAMESRV_CONFIG,
+        RequestCode.GET_NAMESRV_CONFIG,
+    }
+)
 
 
 class NamesrvApp:
@@ -46,9 +67,18 @@ class NamesrvApp:
             name="namesrv",
             idle_timeout=float(idle) if idle > 0 else None,
             clock=clock,
+            tls=TlsServerSettings.from_properties(self.config.extra),
         )
         for code, processor in self.processors.table().items():
             self.server.register(code, processor)
+        self.acl: PlainAccessValidator | None = None
+        self._refusals = RefusalLog(log)
+        if self.config.acl_enable:
+            self.acl = PlainAccessValidator(
+                self.config.acl_file,
+                policy=AccessPolicy(admin_codes=NAMESRV_WRITE_CODES, checked_codes=NAMESRV_WRITE_CODES),
+            )
+            self.server.set_request_hook(self._check_access)
         self.server.add_connection_listener(on_close=self._connection_closed)
         self.expiry = BrokerExpiryService(
             self.route, interval=self.config.scan_not_active_broker_interval_ms / 1000
@@ -86,6 +116,15 @@ class NamesrvApp:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.stop()
+
+    def _check_access(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        assert self.acl is not None
+        try:
+            self.acl.check(request, conn.remote_address)
+        except AclError as exc:
+            self._refusals.refused(request.code, conn.remote_address, exc)
+            return RemotingCommand.response(ResponseCode.NO_PERMISSION, f"{ACL_EXCEPTION}: {exc}")
+        return None
 
     def _connection_closed(self, conn: Connection) -> None:
         broker_addr = self.route.on_channel_destroy(conn)

@@ -24,6 +24,7 @@ from orbitmq.protocol.config_values import (
     INT,
     LONG,
     STRING,
+    TLS_KEYS,
     ConfigKind,
     boolean_warning,
     java_trim,
@@ -37,7 +38,7 @@ log = logging.getLogger("orbitmq.namesrv.config")
 _ROCKETMQ_KEYS = NAMESRV_KEYS | NETTY_SERVER_KEYS
 
 # Names UPDATE_NAMESRV_CONFIG may not change (4.9.8's configBlackList): they are file paths.
-CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath"})
+CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "aclFile", "aclEnable"})
 
 
 def _home() -> str:
@@ -59,6 +60,11 @@ class NamesrvConfig:
     scan_not_active_broker_interval_ms: int = 10_000
     broker_channel_expired_time_ms: int = 120_000
     server_channel_max_idle_time_seconds: int = 120
+    # Beyond RocketMQ 4.9.8 (no nameserver ACL): with aclEnable=true the writes (REGISTER_BROKER,
+    # UNREGISTER_BROKER, KV config, DELETE_TOPIC_IN_NAMESRV, broker write perms, namesrv config) need
+    # a request signed by an admin account of aclFile (plain_acl.yml, resolved beside namesrv.conf).
+    acl_enable: bool = False
+    acl_file: str = "plain_acl.yml"
     extra: dict[str, str] = field(default_factory=dict)
 
     # RocketMQ name -> (attribute, how its text is read as Java reads it): add a key by adding a row.
@@ -74,6 +80,8 @@ class NamesrvConfig:
         "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", LONG),
         "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", LONG),
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", INT),
+        "aclEnable": ("acl_enable", BOOLEAN),
+        "aclFile": ("acl_file", STRING),
     }
 
     @classmethod
@@ -90,7 +98,7 @@ class NamesrvConfig:
         for name, text in props.items():
             entry = self._NAMES.get(name)
             if entry is None:
-                if name not in self.extra:
+                if name not in self.extra and name not in TLS_KEYS:
                     log.warning(unknown_key_warning(name, self._NAMES, _ROCKETMQ_KEYS, "namesrv config"))
                 self.extra[name] = java_trim(text)
                 continue
@@ -100,6 +108,12 @@ class NamesrvConfig:
                 log.warning("namesrv config: %s", warning)
         for attr, value in parsed.items():
             setattr(self, attr, value)
+
+    def resolve_beside(self, config_file: str | Path) -> None:
+        """A relative `aclFile` is relative to namesrv.conf's directory."""
+        acl = Path(self.acl_file)
+        if not acl.is_absolute():
+            self.acl_file = str(Path(config_file).resolve().parent / acl)
 
     def to_properties(self) -> dict[str, str]:
         props: dict[str, str] = {}

@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 
+from orbitmq.common.errors import OrbitError
 from orbitmq.namesrv.app import NamesrvApp
 from orbitmq.namesrv.config import NamesrvConfig, load_config_file
 from orbitmq.transport import loop
@@ -33,6 +34,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def build_config(args: argparse.Namespace) -> NamesrvConfig:
     config = NamesrvConfig.from_properties(load_config_file(args.config) if args.config else {})
+    if args.config:
+        config.resolve_beside(args.config)
     if args.port is not None:
         config.listen_port = args.port
     if args.kv_config_path:
@@ -75,6 +78,9 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         loop.run(serve(config, args.host))
+    except (ValueError, OrbitError) as exc:  # found at startup: the ACL file, TLS settings
+        print(f"orbitmq namesrv: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"orbitmq namesrv: cannot listen on {args.host}:{config.listen_port}: {exc}", file=sys.stderr)
         return 1

@@ -146,3 +146,23 @@ def unknown_key_warning(key: str, used: Collection[str], rocketmq_keys: Collecti
     suggestion = did_you_mean(key, used)
     hint = f" (did you mean {suggestion}?)" if suggestion else ""
     return f"{where}: unknown key {key}{hint}, ignored"
+
+
+# RocketMQ's TLS keys (transport/tls.py reads them from the config's extra properties): known to the
+# broker and the nameserver alike, so they get no "unknown key" warning.
+TLS_KEYS = frozenset(
+    {
+        "tls.server.mode",
+        "tls.server.certPath",
+        "tls.server.keyPath",
+        "tls.server.keyPassword",
+        "tls.server.need.client.auth",
+        "tls.server.trustCertPath",
+        "tls.enable",
+        "tls.client.authServer",
+        "tls.client.certPath",
+        "tls.client.keyPath",
+        "tls.client.keyPassword",
+        "tls.client.trustCertPath",
+    }
+)

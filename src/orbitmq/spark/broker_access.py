@@ -33,6 +33,7 @@ from orbitmq.protocol.command import Buffer, RemotingCommand
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.loop import fast_loop_factory
+from orbitmq.transport.signing import request_signer
 
 T = TypeVar("T")
 
@@ -124,8 +125,15 @@ def _route_queues(topic: str, route: Any) -> TopicQueues:
 class BrokerAccess:
     """Blocking access to a cluster through one name-server list; use from one thread at a time."""
 
-    def __init__(self, namesrv: Sequence[str], *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        namesrv: Sequence[str],
+        *,
+        timeout_s: float = 10.0,
+        credentials: tuple[str, str] | None = None,
+    ) -> None:
         self.namesrv = tuple(namesrv)
+        self.credentials = credentials
         self.timeout_s = timeout_s
         factory = fast_loop_factory()  # uvloop when installed: less CPU per pull in the loop itself
         self._loop = factory() if factory is not None else asyncio.new_event_loop()
@@ -150,7 +158,12 @@ class BrokerAccess:
     @property
     def api(self) -> MQClientAPI:
         if self._api is None:
-            self._remoting = RemotingClient(connect_timeout=min(self.timeout_s, 5.0), name="orbitmq-spark")
+            access_key, secret_key = self.credentials or (None, None)
+            self._remoting = RemotingClient(
+                connect_timeout=min(self.timeout_s, 5.0),
+                name="orbitmq-spark",
+                rpc_hook=request_signer(access_key, secret_key),
+            )
             self._api = MQClientAPI(self._remoting, list(self.namesrv), timeout=self.timeout_s)
         return self._api
 
@@ -367,19 +380,25 @@ class BrokerAccess:
         self.run(self._gather(one(q, o) for q, o in offsets.items() if q.broker in addresses))
 
 
-_CACHE: dict[tuple[int, tuple[str, ...], float, str], BrokerAccess] = {}
+_CACHE: dict[tuple[int, tuple[str, ...], float, str, tuple[str, str] | None], BrokerAccess] = {}
 
 
-def shared_access(namesrv: Sequence[str], timeout_s: float, *, role: str = "") -> BrokerAccess:
+def shared_access(
+    namesrv: Sequence[str],
+    timeout_s: float,
+    *,
+    role: str = "",
+    credentials: tuple[str, str] | None = None,
+) -> BrokerAccess:
     """The process's cached `BrokerAccess` for this name-server list (created on first use).
 
     `role` keeps users apart that may drive their loop from another thread (the range reader runs
     its pulls on a background thread): each role has its own loop and connections.
     """
-    key = (os.getpid(), tuple(namesrv), float(timeout_s), role)
+    key = (os.getpid(), tuple(namesrv), float(timeout_s), role, credentials)
     access = _CACHE.get(key)
     if access is None or access._closed:
-        access = _CACHE[key] = BrokerAccess(namesrv, timeout_s=timeout_s)
+        access = _CACHE[key] = BrokerAccess(namesrv, timeout_s=timeout_s, credentials=credentials)
     return access
 
 

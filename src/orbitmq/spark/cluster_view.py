@@ -82,4 +82,5 @@ class ClusterView:
             pull_timeout_ms=opts.pull_timeout_ms,
             pull_concurrency=opts.pull_concurrency,
             fail_on_data_loss=opts.fail_on_data_loss,
+            credentials=opts.credentials,
         )

@@ -37,6 +37,8 @@ _SOURCE_ALIASES = {
     "pullconcurrency": "pullconcurrency",
     "minpartitions": "minpartitions",
     "consumergroup": "consumergroup",
+    "accesskey": "accesskey",
+    "secretkey": "secretkey",
 }
 _SINK_ALIASES = {
     "namesrv": "namesrv",
@@ -47,12 +49,14 @@ _SINK_ALIASES = {
     "sendconcurrency": "sendconcurrency",
     "maxbatchmessages": "maxbatchmessages",
     "writeid": "writeid",
+    "accesskey": "accesskey",
+    "secretkey": "secretkey",
 }
 _SOURCE_NAMES = "namesrv (nameSrvAddr), topic | topics | topicPattern, startingOffsets, startingTimestamp, \
 endingOffsets, endingTimestamp, maxOffsetsPerTrigger, failOnDataLoss, tags (subExpression), pullBatchSize, \
-pullTimeoutMs, pullConcurrency, minPartitions, consumerGroup"
+pullTimeoutMs, pullConcurrency, minPartitions, consumerGroup, accessKey, secretKey"
 _SINK_NAMES = "namesrv (nameSrvAddr), topic, producerGroup, sendTimeoutMs, sendConcurrency, \
-maxBatchMessages, writeId"
+maxBatchMessages, writeId, accessKey, secretKey"
 
 DEFAULT_READER_GROUP = "orbitmq_spark_reader"
 DEFAULT_PRODUCER_GROUP = "orbitmq_spark_writer"
@@ -91,6 +95,7 @@ class SourceOptions:
     pull_concurrency: int = 8
     min_partitions: int | None = None
     consumer_group: str | None = None
+    credentials: tuple[str, str] | None = None  # ACL (accessKey, secretKey): every request signed
 
     @property
     def reader_group(self) -> str:
@@ -111,6 +116,7 @@ class SinkOptions:
     send_concurrency: int = 8
     max_batch_messages: int = 1024
     write_id: str | None = None
+    credentials: tuple[str, str] | None = None  # ACL (accessKey, secretKey): every request signed
 
 
 # Options Spark itself sets on a data source (streaming writers get the query's checkpoint location).
@@ -133,6 +139,16 @@ def _normalize(
             raise ValueError(f"option {canonical!r} is given twice (under two of its names)")
         result[canonical] = str(value)
     return result
+
+
+def parse_credentials(opts: Mapping[str, str]) -> tuple[str, str] | None:
+    """accessKey + secretKey (both or neither) for a cluster with ACL on."""
+    access, secret = opts.get("accesskey"), opts.get("secretkey")
+    if not access and not secret:
+        return None
+    if not access or not secret:
+        raise ValueError("options 'accessKey' and 'secretKey' go together: set both or neither")
+    return access, secret
 
 
 def parse_namesrv(value: str | None) -> tuple[str, ...]:
@@ -284,6 +300,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         pull_concurrency=parse_int("pullConcurrency", opts.get("pullconcurrency", "8"), minimum=1),
         min_partitions=min_partitions,
         consumer_group=group,
+        credentials=parse_credentials(opts),
     )
 
 
@@ -303,4 +320,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         send_concurrency=parse_int("sendConcurrency", opts.get("sendconcurrency", "8"), minimum=1),
         max_batch_messages=parse_int("maxBatchMessages", opts.get("maxbatchmessages", "1024"), minimum=1),
         write_id=opts.get("writeid"),
+        credentials=parse_credentials(opts),
     )

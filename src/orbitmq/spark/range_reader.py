@@ -68,6 +68,7 @@ class RangeSpec:
     pull_timeout_ms: int
     pull_concurrency: int
     fail_on_data_loss: bool
+    credentials: tuple[str, str] | None = None
 
     @property
     def queue(self) -> QueueRef:
@@ -273,7 +274,9 @@ def read_range(spec: RangeSpec) -> Iterator[pa.RecordBatch]:
     """Arrow batches of the range's messages, in offset order (a generator, run inside a Spark task)."""
     if spec.end <= spec.start:
         return
-    access = shared_access(spec.namesrv, spec.pull_timeout_ms / 1000, role="read")
+    access = shared_access(
+        spec.namesrv, spec.pull_timeout_ms / 1000, role="read", credentials=spec.credentials
+    )
     prefetch = _Prefetcher(access, spec, PREFETCH_BYTES)
     prefetch.start()
     buffered: list[bytes] = []

@@ -397,7 +397,7 @@ def _entries(batch: pa.RecordBatch, prefix: bytes, first_row: int) -> pa.Array:
 def _write_task(options: SinkOptions, batches: Iterator[pa.RecordBatch], write_key: str) -> SinkCommitMessage:
     context = TaskContext.get()
     partition = context.partitionId() if context is not None else 0
-    access = shared_access(options.namesrv, options.send_timeout_ms / 1000)
+    access = shared_access(options.namesrv, options.send_timeout_ms / 1000, credentials=options.credentials)
     sender = _TaskSender(options, access, id_prefix(write_key, partition))
 
     async def run() -> None:

@@ -113,7 +113,9 @@ class OrbitBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
-        access = BrokerAccess(opts.namesrv, timeout_s=opts.pull_timeout_ms / 1000)
+        access = BrokerAccess(
+            opts.namesrv, timeout_s=opts.pull_timeout_ms / 1000, credentials=opts.credentials
+        )
         try:
             view = ClusterView(opts, access)
             view.refresh(require_topics=True)
@@ -151,7 +153,9 @@ class OrbitStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def view(self) -> ClusterView:
         if self._view is None:
             opts = self.options
-            self._access = BrokerAccess(opts.namesrv, timeout_s=opts.pull_timeout_ms / 1000)
+            self._access = BrokerAccess(
+                opts.namesrv, timeout_s=opts.pull_timeout_ms / 1000, credentials=opts.credentials
+            )
             self._view = ClusterView(opts, self._access)
         return self._view
 

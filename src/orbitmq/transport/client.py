@@ -3,6 +3,8 @@
 One `Connection` per "ip:port", opened on demand (concurrent callers share one connect attempt) and
 dropped from the pool when it closes, so the next call reconnects. Requests the server sends to us
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go through a `Dispatcher` like a server's.
+An optional `rpc_hook` changes every outgoing request just before it is sent (the ACL signature, as
+RocketMQ's RPCHook.doBeforeRequest); `ssl_context` makes every connection TLS.
 
 This module must not know what any request code means.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
+from collections.abc import Callable
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError
@@ -20,6 +24,8 @@ from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection, spl
 from orbitmq.transport.dispatch import Dispatcher, Processor
 
 log = logging.getLogger("orbitmq.transport")
+
+RpcHook = Callable[[RemotingCommand], None]
 
 
 class RemotingClient:
@@ -31,7 +37,11 @@ class RemotingClient:
         idle_timeout: float | None = None,
         name: str = "client",
         clock: Clock = SYSTEM_CLOCK,
+        rpc_hook: RpcHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self.rpc_hook = rpc_hook
+        self.ssl = ssl_context
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self.idle_timeout = idle_timeout
@@ -77,10 +87,14 @@ class RemotingClient:
 
     async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.get_connection(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         return await conn.invoke(request, timeout)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         conn = await self.get_connection(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         await conn.invoke_oneway(request)
 
     def close_connection(self, addr: str, reason: str = "closed by client") -> None:
@@ -124,7 +138,10 @@ class RemotingClient:
 
         try:
             _, conn = await asyncio.wait_for(
-                loop.create_connection(factory, host, port), self.connect_timeout
+                loop.create_connection(
+                    factory, host, port, ssl=self.ssl, server_hostname="" if self.ssl else None
+                ),
+                self.connect_timeout,
             )
         except TimeoutError:
             raise ConnectError(f"connect to {addr} timed out after {self.connect_timeout}s") from None

@@ -5,6 +5,12 @@ processor; error answers as RocketMQ gives them). Connections idle (no bytes rea
 `idle_timeout` seconds are closed, as RocketMQ's `serverChannelMaxIdleTimeSeconds` (120 s) does.
 A connection that breaks the framing is closed alone; the server keeps serving everyone else.
 
+An optional request hook (`set_request_hook`, the ACL check) sees every request before its processor
+and may answer it instead; without one, connections call the dispatcher directly (no cost).
+TLS (`tls=`): `enforcing` listens with an ssl context; `permissive` accepts itself, peeks at the first
+byte of each connection (0x16 = a TLS handshake, as RocketMQ's HandshakeHandler decides) and starts
+the connection with or without TLS accordingly.
+
 This module must not know what any request code means.
 """
 
@@ -13,17 +19,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import socket
+import ssl
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
-from orbitmq.transport.dispatch import Dispatcher, Processor
+from orbitmq.transport.dispatch import Dispatcher, Processor, exception_text
+from orbitmq.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode, TlsServerSettings
 
-__all__ = ["ConnectionListener", "Processor", "RemotingServer"]
+__all__ = ["ConnectionListener", "Processor", "RemotingServer", "RequestHook"]
 
 log = logging.getLogger("orbitmq.transport")
 
 ConnectionListener = Callable[[Connection], None]
+# Sees a request before its processor; returns None to let it through or the answer to send instead.
+RequestHook = Callable[[Connection, RemotingCommand], RemotingCommand | None]
+
+# A client that connects to a permissive server and sends nothing is dropped after the idle timeout
+# (serverChannelMaxIdleTimeSeconds), or this long without one.
+SNIFF_TIMEOUT = 120.0
 
 
 class RemotingServer:
@@ -37,8 +55,13 @@ class RemotingServer:
         max_pending_per_code: int = 10000,
         idle_timeout: float | None = 120.0,
         clock: Clock = SYSTEM_CLOCK,
+        tls: TlsServerSettings | None = None,
     ) -> None:
         self.host = host
+        self.tls = tls or TlsServerSettings()
+        self._hook: RequestHook | None = None
+        self._listen_socket: socket.socket | None = None
+        self._accept_tasks: set[asyncio.Task[None]] = set()
         self.name = name
         self.max_frame_size = max_frame_size
         self.idle_timeout = idle_timeout
@@ -61,6 +84,10 @@ class RemotingServer:
     def register_default(self, processor: Processor) -> None:
         """Route every code without its own processor to `processor`."""
         self._dispatcher.register_default(processor)
+
+    def set_request_hook(self, hook: RequestHook | None) -> None:
+        """Check every request with `hook` (connections accepted from now on)."""
+        self._hook = hook
 
     def add_connection_listener(
         self, on_open: ConnectionListener | None = None, on_close: ConnectionListener | None = None
@@ -87,14 +114,29 @@ class RemotingServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._new_connection, self.host, self._requested_port, reuse_address=True, backlog=1024
-        )
-        sockets = self._server.sockets
-        self.port = sockets[0].getsockname()[1] if sockets else self._requested_port
+        ctx = self.tls.context()
+        if self.tls.mode is TlsMode.PERMISSIVE:
+            assert ctx is not None
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            listen = socket.create_server((self.host, self._requested_port), family=family, backlog=1024)
+            listen.setblocking(False)
+            self._listen_socket = listen
+            self.port = listen.getsockname()[1]
+            self._spawn_accept(self._accept_loop(listen, ctx))
+        else:
+            self._server = await loop.create_server(
+                self._new_connection,
+                self.host,
+                self._requested_port,
+                reuse_address=True,
+                backlog=1024,
+                ssl=ctx,
+            )
+            sockets = self._server.sockets
+            self.port = sockets[0].getsockname()[1] if sockets else self._requested_port
         if self.idle_timeout:
             self._idle_task = loop.create_task(self._close_idle_connections(self.idle_timeout))
-        log.info("%s listening on %s", self.name, self.address)
+        log.info("%s listening on %s (tls %s)", self.name, self.address, self.tls.mode.value)
 
     async def stop(self) -> None:
         """Stop accepting, close every connection and cancel running processors."""
@@ -106,6 +148,14 @@ class RemotingServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        listen, self._listen_socket = self._listen_socket, None
+        accepting = list(self._accept_tasks)
+        for task in accepting:
+            task.cancel()
+        if accepting:
+            await asyncio.gather(*accepting, return_exceptions=True)
+        if listen is not None:
+            listen.close()
         connections = list(self._connections)
         for conn in connections:
             conn.close("server stopping")
@@ -120,7 +170,7 @@ class RemotingServer:
 
     def _new_connection(self) -> Connection:
         conn = Connection(
-            request_handler=self._dispatcher.handle,
+            request_handler=self._dispatcher.handle if self._hook is None else self._guarded,
             max_frame_size=self.max_frame_size,
             name=self.name,
             clock=self._clock,
@@ -128,6 +178,59 @@ class RemotingServer:
         )
         conn.add_close_callback(self._closed)
         return conn
+
+    def _guarded(self, conn: Connection, request: RemotingCommand) -> None:
+        hook = self._hook
+        try:
+            refusal = hook(conn, request) if hook is not None else None
+        except Exception as exc:
+            log.exception("%s: request hook failed", self.name)
+            refusal = RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
+        if refusal is None:
+            self._dispatcher.handle(conn, request)
+        elif not request.is_oneway:
+            conn.send(refusal.response_to(request))
+
+    def _spawn_accept(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._accept_tasks.add(task)
+        task.add_done_callback(self._accept_tasks.discard)
+
+    async def _accept_loop(self, listen: socket.socket, ctx: ssl.SSLContext) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listen)
+            except OSError as exc:
+                log.warning("%s: accept failed: %s", self.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            self._spawn_accept(self._sniff_and_start(sock, ctx))
+
+    async def _sniff_and_start(self, sock: socket.socket, ctx: ssl.SSLContext) -> None:
+        """Permissive mode: peek at the first byte, then start the connection with or without TLS."""
+        loop = asyncio.get_running_loop()
+        try:
+            sock.setblocking(False)
+            readable: asyncio.Future[None] = loop.create_future()
+            fd = sock.fileno()
+            loop.add_reader(fd, _set_once, readable)
+            try:
+                await asyncio.wait_for(readable, self.idle_timeout or SNIFF_TIMEOUT)
+            finally:
+                loop.remove_reader(fd)
+            first = sock.recv(1, socket.MSG_PEEK)
+            if not first:
+                sock.close()
+                return
+            use_tls = first[0] == TLS_HANDSHAKE_BYTE
+            await loop.connect_accepted_socket(self._new_connection, sock, ssl=ctx if use_tls else None)
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            log.info("%s: connection dropped before it started: %r", self.name, exc)
+            sock.close()
 
     def _opened(self, conn: Connection) -> None:
         self._connections.add(conn)
@@ -156,3 +259,8 @@ class RemotingServer:
                         "%s: closing %s idle for more than %ss", self.name, conn.remote_address, idle_timeout
                     )
                     conn.close(f"idle for more than {idle_timeout}s")
+
+
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

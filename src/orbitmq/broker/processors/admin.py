@@ -179,7 +179,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
         return success(body=orjson.dumps(app.schedule.to_json_dict()))
 
     async def get_broker_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        body = format_properties_text(sorted(app.config.properties().items())).encode()
+        body = format_properties_text(sorted(app.config.properties(mask_secrets=True).items())).encode()
         return success({"version": orjson.dumps(config_version).decode()}, body)
 
     async def update_broker_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
