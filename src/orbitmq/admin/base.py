@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from orbitmq.admin.views import BrokerEntry
 from orbitmq.client.api import MQClientAPI
@@ -80,6 +80,13 @@ class AdminBase:
             ssl_context=tls.context() if tls else None,
         )
         self.api = MQClientAPI(self.remoting, addrs, timeout=timeout)
+        # For the short-lived clients some operations start (send_message): they sign and encrypt alike.
+        self.security: dict[str, Any] = {
+            "access_key": access_key,
+            "secret_key": secret_key,
+            "security_token": security_token,
+            "tls": tls,
+        }
 
     async def close(self) -> None:
         await self.remoting.close()

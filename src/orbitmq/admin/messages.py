@@ -161,6 +161,7 @@ class MessageAdmin(AdminBase):
 
         msg = Message.create(topic, body, tags=tags or None, keys=keys or None)
         config = ClientConfig(namesrv_addrs=list(self.namesrv_addrs), api_timeout=self.timeout)
+        config.set_security(**self.security)
         async with Producer(group, config=config, send_timeout=self.timeout) as producer:
             if broker_name is not None and queue_id is not None:
                 return await producer.send(msg, queue=MessageQueue(topic, broker_name, queue_id))

@@ -4,15 +4,20 @@ An aiohttp application: the JSON API of console/api.py under /api, and one stati
 app.js, style.css) served from the package, with its chart drawn as SVG by app.js itself -- no CDN,
 no third-party script, so it works offline. The first stdout line is
 `console listening on http://HOST:PORT/` (port 0 picks a free one; tests read it back).
-`orbitmq serve --console-port PORT` runs the same app inside the serve process.
+`orbitmq serve --console-port PORT` runs the same app inside the serve process. Against a cluster with
+ACL on, `--access-key`/`--secret-key` (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign its requests, so
+what the page may do is what that account may do; the console has no login of its own and listens on
+127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -26,11 +31,22 @@ async def _index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html")
 
 
-def build_app(namesrv: str, *, timeout: float = 5.0) -> web.Application:
+def build_app(
+    namesrv: str,
+    *,
+    timeout: float = 5.0,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    tls: bool = False,
+) -> web.Application:
+    """The console app. With ACL on in the cluster, every request it makes (reads and the admin actions)
+    is signed with `access_key`/`secret_key`: the brokers decide what the console may do."""
     app = web.Application()
 
     async def open_admin(app: web.Application) -> None:
-        app[ADMIN] = AdminClient(namesrv, timeout=timeout)
+        app[ADMIN] = AdminClient(
+            namesrv, timeout=timeout, access_key=access_key, secret_key=secret_key, tls=tls
+        )
 
     async def close_admin(app: web.Application) -> None:
         await app[ADMIN].close()
@@ -43,9 +59,10 @@ def build_app(namesrv: str, *, timeout: float = 5.0) -> web.Application:
     return app
 
 
-async def start_console(namesrv: str, host: str, port: int) -> tuple[web.AppRunner, str]:
-    """Serve the console on the running loop; returns the runner (cleanup() stops it) and its URL."""
-    runner = web.AppRunner(build_app(namesrv), access_log=None)
+async def start_console(namesrv: str, host: str, port: int, **security: Any) -> tuple[web.AppRunner, str]:
+    """Serve the console on the running loop; returns the runner (cleanup() stops it) and its URL.
+    `security`: access_key, secret_key, tls (see build_app)."""
+    runner = web.AppRunner(build_app(namesrv, **security), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
@@ -53,10 +70,10 @@ async def start_console(namesrv: str, host: str, port: int) -> tuple[web.AppRunn
     return runner, f"http://{host}:{bound}/"
 
 
-async def run(namesrv: str, host: str, port: int) -> None:
+async def run(namesrv: str, host: str, port: int, **security: Any) -> None:
     from orbitmq.transport import loop
 
-    runner, url = await start_console(namesrv, host, port)
+    runner, url = await start_console(namesrv, host, port, **security)
     try:
         await loop.wait_for_stop_signal([f"console listening on {url}"])
     finally:
@@ -68,6 +85,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-n", "--namesrv", required=True, help="nameserver address(es), ';'-separated")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="listen port (default 8080; 0 = a free port)")
+    parser.add_argument(
+        "--access-key",
+        default=os.environ.get("ORBITMQ_ACCESS_KEY"),
+        help="ACL access key the console signs every request with (or ORBITMQ_ACCESS_KEY)",
+    )
+    parser.add_argument(
+        "--secret-key",
+        default=os.environ.get("ORBITMQ_SECRET_KEY"),
+        help="ACL secret key (or ORBITMQ_SECRET_KEY; prefer the variable: flags show in ps)",
+    )
+    parser.add_argument("--tls", action="store_true", help="connect to the cluster with TLS")
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return parser.parse_args(argv)
 
@@ -77,8 +105,12 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     from orbitmq.transport import loop
 
+    if args.access_key and not args.secret_key:
+        print("orbitmq console: --access-key needs --secret-key (or ORBITMQ_SECRET_KEY)", file=sys.stderr)
+        return 2
+    security = {"access_key": args.access_key, "secret_key": args.secret_key, "tls": args.tls}
     try:
-        loop.run(run(args.namesrv, args.host, args.port))
+        loop.run(run(args.namesrv, args.host, args.port, **security))
     except OSError as exc:
         print(f"orbitmq console: {exc}", file=sys.stderr)
         return 1

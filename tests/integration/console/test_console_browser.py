@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import selectors
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.testing import ServerProcess, start_serve
+from orbitmq.testing.console import console_process
 
 pytestmark = pytest.mark.slow
 
@@ -43,29 +43,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def console(serve: ServerProcess) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orbitmq", "console", "-n", serve.namesrv_addr, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ)
-            assert selector.select(timeout=30), "the console printed no address"
-        line = proc.stdout.readline().strip()
-        assert line.startswith("console listening on http://127.0.0.1:"), line
-        yield line.split()[-1]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
+    with console_process(serve.namesrv_addr) as url:
+        yield url
 
 
 def admin_call(namesrv: str, work: Callable[[AdminClient], Awaitable[None]]) -> None:
