@@ -146,5 +146,9 @@ def test_console_in_chromium(serve: ServerProcess, console: str) -> None:
             page.wait_for_timeout(2500)  # a few more points for the screenshot
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+            # The cluster page's TPS chart shows the puts of the last minute.
+            page.click("nav a[data-page=cluster]")
+            page.wait_for_function("Number(document.querySelector('#tps-chart').dataset.last) > 0")
         finally:
             browser.close()

@@ -41,8 +41,16 @@ function result(node, text, ok = true) {
 }
 
 // ---------------------------------------------------------------------------------------- pages
+let clusterHistory = [];
+
 async function showCluster() {
   const data = await api("/api/cluster");
+  const sum = (key) => data.brokers.reduce((total, b) => total + Number(b[key] || 0), 0);
+  clusterHistory.push({ t: Date.now(), put: sum("sendTps"), get: sum("consumeTps") });
+  if (clusterHistory.length > HISTORY) clusterHistory.shift();
+  drawTwo($("#tps-chart"), clusterHistory,
+    { key: "put", cls: "put", label: (m) => `put ${m.toFixed(1)} msg/s` },
+    { key: "get", cls: "tps", label: (m) => `get ${m.toFixed(1)} msg/s` });
   fillTable($("#brokers"), data.brokers.map((b) => [
     b.cluster, b.brokerName, b.brokerId, b.address, b.brokerVersionDesc, b.brokerRole,
     b.sendTps, b.consumeTps, b.msgPutTotalTodayNow, b.msgGetTotalTodayNow,
@@ -120,25 +128,30 @@ function svgNode(tag, attrs, text) {
   return node;
 }
 
-function drawChart() {
-  const chart = $("#lag-chart");
-  const lags = history.map((p) => p.lag);
-  const tps = history.map((p) => p.tps);
-  const lagMax = Math.max(1, ...lags);
-  const tpsMax = Math.max(1, ...tps);
-  // Grid lines at quarters; each line's scale is labelled in its own color (left: lag, right: TPS).
+// Two series on one SVG, each scaled to its own maximum (left label: first, right label: second).
+function drawTwo(chart, points, first, second) {
+  const a = points.map((p) => p[first.key]);
+  const b = points.map((p) => p[second.key]);
+  const aMax = Math.max(1, ...a);
+  const bMax = Math.max(1, ...b);
   const grid = [0.25, 0.5, 0.75, 1].map((f) => svgNode("line", { x1: 0, x2: 600, y1: 195 - 170 * f, y2: 195 - 170 * f, class: "grid" }));
-  const seconds = history.length > 1 ? Math.round((history[history.length - 1].t - history[0].t) / 1000) : 0;
+  const seconds = points.length > 1 ? Math.round((points[points.length - 1].t - points[0].t) / 1000) : 0;
   chart.replaceChildren(
     ...grid,
-    polyline(lags, lagMax, "lag"),
-    polyline(tps, tpsMax, "tps"),
-    svgNode("text", { x: 4, y: 14, class: "lag-label" }, `${lagMax} msgs`),
-    svgNode("text", { x: 596, y: 14, class: "tps-label", "text-anchor": "end" }, `${tpsMax.toFixed(1)} msg/s`),
+    polyline(a, aMax, first.cls),
+    polyline(b, bMax, second.cls),
+    svgNode("text", { x: 4, y: 14, class: first.cls + "-label" }, first.label(aMax)),
+    svgNode("text", { x: 596, y: 14, class: second.cls + "-label", "text-anchor": "end" }, second.label(bMax)),
     svgNode("text", { x: 596, y: 192, class: "axis-label", "text-anchor": "end" }, `last ${seconds} s`),
   );
-  chart.dataset.points = String(history.length);
-  chart.dataset.last = String(lags.length ? lags[lags.length - 1] : 0);
+  chart.dataset.points = String(points.length);
+  chart.dataset.last = String(a.length ? a[a.length - 1] : 0);
+}
+
+function drawChart() {
+  drawTwo($("#lag-chart"), history,
+    { key: "lag", cls: "lag", label: (m) => `${m} msgs` },
+    { key: "tps", cls: "tps", label: (m) => `${m.toFixed(1)} msg/s` });
 }
 
 function messageCard(m) {
@@ -202,5 +215,5 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
-setInterval(() => { if ((location.hash || "#cluster") === "#cluster") showCluster().catch(showError); }, 5000);
+setInterval(() => { if ((location.hash || "#cluster") === "#cluster") showCluster().catch(showError); }, 2000);
 route();
