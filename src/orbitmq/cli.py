@@ -18,7 +18,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "namesrv": ("orbitmq.namesrv.main", "run a NameServer"),
     "broker": ("orbitmq.broker.main", "run a Broker from a RocketMQ broker.conf"),
     "admin": ("orbitmq.admin.cli", "administer a cluster (mqadmin's verbs: updateTopic, topicList, ...)"),
-    "console": ("orbitmq.console.app", "serve the web console (cluster, topics, groups, lag, messages)"),
+    "console": ("orbitmq.console.main", "serve the web console (cluster, topics, groups, lag, messages)"),
     "bench": ("orbitmq.bench.cli", "benchmark orbitmq (or any RocketMQ 4.x cluster) and its peers"),
 }
 

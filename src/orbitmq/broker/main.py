@@ -63,8 +63,13 @@ async def serve(config: BrokerConfig) -> None:
     metrics = None
     try:
         if config.metrics_port >= 0:
-            from orbitmq.broker.metrics import BrokerCollector
-            from orbitmq.transport.metrics_http import start_metrics
+            try:
+                from orbitmq.broker.metrics import BrokerCollector
+                from orbitmq.transport.metrics_http import start_metrics
+            except ImportError as exc:
+                raise ValueError(
+                    f"metricsPort needs the ops extra (pip install 'orbitmq[ops]'): {exc}"
+                ) from None
 
             metrics = await start_metrics([BrokerCollector(app)], config.broker_ip1, config.metrics_port)
             announce.append(f"metrics listening on {metrics.url}")

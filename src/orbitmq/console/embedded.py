@@ -5,12 +5,21 @@ only for an endpoint that is actually configured."""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orbitmq.broker.app import BrokerApp
     from orbitmq.namesrv.app import NamesrvApp
     from orbitmq.transport.metrics_http import MetricsServer
+
+
+def _ops_import(module: str, feature: str) -> Any:
+    """The module, or a ValueError the entry points print as one line (the ops extra is optional)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"{feature} needs the ops extra (pip install 'orbitmq[ops]'): {exc}") from None
 
 
 class OpsEndpoints:
@@ -31,7 +40,7 @@ class OpsEndpoints:
         """Start what is configured: metrics when `metrics_port >= 0`, the console when `console_port`
         is given (it needs `namesrv`)."""
         if metrics_port >= 0:
-            from orbitmq.transport.metrics_http import start_metrics
+            start_metrics = _ops_import("orbitmq.transport.metrics_http", "metricsPort").start_metrics
 
             collectors: list[Any] = []
             if broker is not None:
@@ -45,7 +54,7 @@ class OpsEndpoints:
             self._metrics = await start_metrics(collectors, host, metrics_port)
             self.announce.append(f"metrics listening on {self._metrics.url}")
         if console_port is not None and namesrv is not None:
-            from orbitmq.console.app import start_console
+            start_console = _ops_import("orbitmq.console.app", "--console-port").start_console
 
             self._console, url = await start_console(namesrv.address, host, console_port)
             self.announce.append(f"console listening on {url}")

@@ -52,8 +52,13 @@ async def serve(config: NamesrvConfig, host: str) -> None:
     metrics = None
     try:
         if config.metrics_port >= 0:
-            from orbitmq.namesrv.metrics import NamesrvCollector
-            from orbitmq.transport.metrics_http import start_metrics
+            try:
+                from orbitmq.namesrv.metrics import NamesrvCollector
+                from orbitmq.transport.metrics_http import start_metrics
+            except ImportError as exc:
+                raise ValueError(
+                    f"metricsPort needs the ops extra (pip install 'orbitmq[ops]'): {exc}"
+                ) from None
 
             metrics = await start_metrics([NamesrvCollector(app)], host, config.metrics_port)
             announce.append(f"metrics listening on {metrics.url}")
