@@ -18,6 +18,7 @@ _LAZY = {
     "PushConsumer": "orbitmq.client.blocking",
     "LitePullConsumer": "orbitmq.client.blocking",
     "TransactionProducer": "orbitmq.client.blocking",
+    "MessageSelector": "orbitmq.client.blocking",
 }
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Message",
     "MessageExt",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "TransactionProducer",

@@ -33,6 +33,7 @@ from orbitmq.client.results import (
     SendResult,
     SendStatus,
 )
+from orbitmq.client.subscription import MessageSelector
 from orbitmq.client.transaction_producer import (
     LocalTransactionState,
     TransactionListener,
@@ -65,6 +66,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "PullResult",
     "PullStatus",

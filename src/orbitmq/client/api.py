@@ -319,6 +319,13 @@ class MQClientAPI:
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header))
         self._check(resp, addr)
 
+    async def check_client_config(self, addr: str, client_id: str, group: str, subscription: Any) -> None:
+        """CHECK_CLIENT_CONFIG: may this broker filter by the subscription (a SQL92 one)? Raises
+        BrokerError with the broker's reason when not."""
+        body = orjson.dumps({"clientId": client_id, "group": group, "subscriptionData": subscription})
+        resp = await self.invoke(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body))
+        self._check(resp, addr)
+
     async def get_consumer_id_list(self, addr: str, group: str) -> list[str]:
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, _ext(consumerGroup=group))
         resp = await self.invoke(addr, request)

@@ -26,6 +26,7 @@ from orbitmq.client.aio import (
     LocalTransactionState,
     MessageModel,
     MessageQueueSelector,
+    MessageSelector,
     SendResult,
     SendStatus,
     TransactionListener,
@@ -49,6 +50,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "SendResult",
@@ -227,8 +229,14 @@ class PushConsumer:
     def aio(self) -> aio.PushConsumer:
         return self._aio
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        self._aio.subscribe(topic, expression)
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
+        self._aio.subscribe(topic, expression, expression_type=expression_type)
 
     def unsubscribe(self, topic: str) -> None:
         self._aio.unsubscribe(topic)
@@ -283,8 +291,14 @@ class LitePullConsumer:
     def aio(self) -> aio.LitePullConsumer:
         return self._aio
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        self._aio.subscribe(topic, expression)
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
+        self._aio.subscribe(topic, expression, expression_type=expression_type)
 
     def unsubscribe(self, topic: str) -> None:
         self._aio.unsubscribe(topic)

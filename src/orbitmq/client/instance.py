@@ -27,8 +27,8 @@ from orbitmq.client.api import MQClientAPI
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
 from orbitmq.client.routing import MASTER_ID, subscribe_queues
-from orbitmq.client.subscription import Subscription
-from orbitmq.common.errors import OrbitError
+from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
+from orbitmq.common.errors import BrokerError, ClientError, OrbitError
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -259,11 +259,31 @@ class ClientInstance:
         topics = [s.topic for s in consumer.subscriptions()]
         for topic in topics:
             await self.update_topic_route(topic)
+        await self.check_client_in_broker(consumer)
         await self.send_heartbeat_to_all()
         for topic in topics:
             if topic not in self.topic_routes:
                 await self.update_topic_route(topic)
         self.rebalance_immediately()
+
+    async def check_client_in_broker(self, consumer: ConsumerInner) -> None:
+        """Ask each master of a SQL92-subscribed topic whether it can filter by the expression
+        (CHECK_CLIENT_CONFIG, as RocketMQ's consumer does at start); raise ClientError when one refuses."""
+        for sub in consumer.subscriptions():
+            if sub.expression_type == EXPRESSION_TAG:
+                continue
+            route = self.topic_routes.get(sub.topic)
+            for bd in route.broker_datas if route is not None else []:
+                addr = self.master_address(bd.broker_name)
+                if addr is None:
+                    continue
+                try:
+                    await self.api.check_client_config(addr, self.client_id, consumer.group, sub.to_body())
+                except BrokerError as exc:
+                    raise ClientError(
+                        f"the broker {bd.broker_name} ({addr}) refused the {sub.expression_type} "
+                        f"subscription {sub.sub_string!r} of topic {sub.topic}: {exc.remark}"
+                    ) from exc
 
     def spawn(self, coro: Awaitable[None], name: str) -> None:
         """Run a one-off background job owned by this instance (cancelled on shutdown)."""

@@ -311,6 +311,7 @@ class BrokerAccess:
         group: str,
         tags: str,
         timeout_s: float,
+        expression_type: str = "TAG",
     ) -> PullResponse:
         header = {
             "consumerGroup": group,
@@ -323,7 +324,7 @@ class BrokerAccess:
             "suspendTimeoutMillis": "0",
             "subscription": tags,
             "subVersion": "0",
-            "expressionType": "TAG",
+            "expressionType": expression_type,
             "bname": queue.broker,
         }
         resp = await self.api.invoke(
