@@ -261,10 +261,25 @@ class ClientInstance:
             await self.update_topic_route(topic)
         await self.check_client_in_broker(consumer)
         await self.send_heartbeat_to_all()
-        for topic in topics:
-            if topic not in self.topic_routes:
-                await self.update_topic_route(topic)
+        missing = [topic for topic in topics if not await self._has_route(topic)]
+        if missing:
+            self.spawn(self._routes_once_registered(missing), "routes of new topics")
         self.rebalance_immediately()
+
+    async def _has_route(self, topic: str) -> bool:
+        return topic in self.topic_routes or await self.update_topic_route(topic)
+
+    async def _routes_once_registered(self, topics: list[str], attempts: int = 20) -> None:
+        """The heartbeat makes the broker create %RETRY%<group>, which reaches the name server when the
+        broker re-registers, a moment later. Ask again for a few seconds rather than leave the retry
+        queue unassigned until the next route poll (30 s): that wait delayed the first redelivery of a
+        RECONSUME_LATER message well past its delay level (issue 12, C.4)."""
+        for _ in range(attempts):
+            await asyncio.sleep(0.25)
+            topics = [topic for topic in topics if not await self._has_route(topic)]
+            if not topics:
+                self.rebalance_immediately()
+                return
 
     async def check_client_in_broker(self, consumer: ConsumerInner) -> None:
         """Ask each master of a SQL92-subscribed topic whether it can filter by the expression
