@@ -111,9 +111,9 @@ class BrokerApp:
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        from orbitmq.broker.processors import admin, client, locks, offsets, pull, query, send
+        from orbitmq.broker.processors import admin, client, locks, offsets, pull, query, reply, send
 
-        for module in (send, pull, offsets, client, locks, query, admin):
+        for module in (send, pull, offsets, client, locks, query, admin, reply):
             module.register(self.server, self)
         self.server.add_connection_listener(on_close=self._connection_closed)
         await self.server.start()

@@ -21,6 +21,7 @@ from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lite_pull_consumer import LitePullConsumer
 from orbitmq.client.producer import MessageQueueSelector, Producer, put_user_property, select_by_hash
 from orbitmq.client.push_consumer import PushConsumer
+from orbitmq.client.request_reply import create_reply_message
 from orbitmq.client.results import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
@@ -76,6 +77,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply_message",
     "put_user_property",
     "select_by_hash",
 ]

@@ -25,6 +25,7 @@ import orjson
 
 from orbitmq.client.api import MQClientAPI
 from orbitmq.client.config import ClientConfig
+from orbitmq.client.request_reply import ReplyTable
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
 from orbitmq.client.routing import MASTER_ID, subscribe_queues
 from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
@@ -84,6 +85,8 @@ class ClientInstance:
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        self.replies = ReplyTable()  # request-reply: futures of this client's pending requests
+        self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push)
 
     # ---- lifecycle --------------------------------------------------------------------------
 
