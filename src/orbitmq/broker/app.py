@@ -111,9 +111,19 @@ class BrokerApp:
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        from orbitmq.broker.processors import admin, client, locks, offsets, pull, query, reply, send
+        from orbitmq.broker.processors import (
+            admin,
+            admin_tools,
+            client,
+            locks,
+            offsets,
+            pull,
+            query,
+            reply,
+            send,
+        )
 
-        for module in (send, pull, offsets, client, locks, query, admin, reply):
+        for module in (send, pull, offsets, client, locks, query, admin, reply, admin_tools):
             module.register(self.server, self)
         self.server.add_connection_listener(on_close=self._connection_closed)
         await self.server.start()
