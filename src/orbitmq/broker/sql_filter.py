@@ -11,6 +11,7 @@ Compiled selectors are kept on the registered `Subscription` (one compile per su
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import replace
 
@@ -49,9 +50,16 @@ def compile_expression(config: BrokerConfig, expression_type: str, expression: s
             ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"unknown filter expression type {expression_type!r}"
         )
     try:
-        return compile_selector(expression or "", max_depth=config.filter_expression_max_depth)
+        return _compiled(expression or "", config.filter_expression_max_depth)
     except SqlParseError as exc:
         raise BadRequest(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(expression: str, max_depth: int) -> Selector:
+    """Selectors are immutable: a pull that carries its subscription (FLAG_SUBSCRIPTION) reuses the
+    compiled one instead of parsing again (RocketMQ's SelectorParser keeps a cache of 100)."""
+    return compile_selector(expression, max_depth=max_depth)
 
 
 def selector_for(config: BrokerConfig, sub: Subscription | None) -> Selector | None:
