@@ -251,16 +251,24 @@ async def test_offsets_survive_a_consumer_restart(namesrv: ServerProcess, broker
             await eventually(lambda: before <= set(first.bodies), what="first batch")
         finally:
             await c.shutdown()  # commits offsets
+        # The positive fact behind "nothing comes again": the broker holds a committed offset at the end
+        # of every queue, so a restarted member starts past everything consumed.
+        api = admin.instance.api
+        queues = [MessageQueue(topic, "broker-a", q) for q in range(4)]
+        for mq in queues:
+            committed = await api.query_consumer_offset(broker.broker_addr, group, mq)
+            assert committed == await api.get_max_offset(broker.broker_addr, mq), mq
         after = await send_many(producer, topic, "after", 20)
         second = Recorder()
         c2 = consumer(namesrv, group, topic, second)
         await c2.start()
         try:
             await eventually(lambda: after <= set(second.bodies), what="second batch")
-            await asyncio.sleep(0.5)
         finally:
             await c2.shutdown()
-        assert not (before & set(second.bodies)), "messages consumed before the restart came again"
+        # Each queue is pulled in order from the committed offset: a "before" message would have come ahead
+        # of the "after" ones in its queue.
+        assert sorted(second.bodies) == sorted(after), "messages consumed before the restart came again"
 
 
 async def test_send_back_falls_back_to_resending_through_the_retry_topic(
@@ -329,13 +337,15 @@ async def test_subscribe_after_start_and_tag_filtering(namesrv: ServerProcess, b
             await eventually(
                 lambda: any(mq.topic == second for mq in c.assigned_queues()), what="second topic"
             )
-            for tag in ("red", "green", "blue"):
-                await producer.send(Message.create(second, f"{tag}-msg", tags=tag))
+            # One queue, green first: once red and blue (behind it) were consumed, green's offset has been
+            # passed, so its absence is a fact, not a matter of waiting long enough.
+            queue = MessageQueue(second, "broker-a", 0)
+            for tag in ("green", "red", "blue"):
+                await producer.send(Message.create(second, f"{tag}-msg", tags=tag), queue=queue)
             await eventually(lambda: {b"red-msg", b"blue-msg"} <= set(rec.bodies), what="matching tags")
-            await asyncio.sleep(0.3)
         finally:
             await c.shutdown()
-        assert b"green-msg" not in rec.bodies
+        assert [b for b in rec.bodies if b.endswith(b"-msg")] == [b"red-msg", b"blue-msg"]
 
 
 async def test_admin_offset_reset_reaches_the_consumer(namesrv: ServerProcess, broker: ServerProcess) -> None:
