@@ -81,7 +81,9 @@ async def test_ordered_sends_keep_each_key_in_one_queue_in_order(
         assert all(seq == sorted(seq) for seq in sequences.values())
 
 
-async def test_unknown_topic_without_auto_create_is_a_clear_error(tmp_path: Path, namesrv: ServerProcess) -> None:
+async def test_unknown_topic_without_auto_create_is_a_clear_error(
+    tmp_path: Path, namesrv: ServerProcess
+) -> None:
     """With autoCreateTopicEnable=false nobody registers TBW102, so the producer finds no route and says
     so (TOPIC_NOT_EXIST, RocketMQ's "No route info of this topic"); the broker creates nothing."""
     topic = unique("NoSuchTopic")
