@@ -16,6 +16,7 @@ so nothing cached for the old one is visible through it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from types import TracebackType
 MOUNT_TIMEOUT = 10.0
 
 
+@functools.cache
 def unavailable_reason() -> str | None:
     """Why a power-loss disk cannot run here (None when it can): a test skips with this reason."""
     if not os.path.exists("/dev/fuse"):
