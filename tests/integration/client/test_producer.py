@@ -112,6 +112,11 @@ async def test_unknown_topic_with_auto_create_is_created_from_the_default_topic(
     async with Admin(namesrv) as admin, Producer("PG", config=client_config(namesrv)) as producer:
         result = await producer.send(Message.create(topic, "x"))
         assert result.status is SendStatus.SEND_OK
+
+        async def routed() -> bool:  # the broker registers the created topic with the name server
+            return await admin.instance.api.get_topic_route(topic) is not None
+
+        await eventually(routed, what=f"a route for {topic}")
         assert [m.body for m in await admin.read_topic(topic)] == [b"x"]
 
 
