@@ -66,8 +66,8 @@ class SendStream:
             body = f"power-cut {key} ".encode() * 4
             try:
                 result = await self.producer.send(Message.create(self.topic, body, keys=key))
-            except OrbitError:
-                return  # the broker is gone
+            except (OrbitError, TimeoutError, OSError):
+                return  # the broker is gone (refused, closed, or no answer before the send timeout)
             if result.status is SendStatus.SEND_OK:
                 q = result.message_queue.queue_id
                 self.acks.append(Ack(key, body, result.msg_id, q, result.queue_offset))
