@@ -19,6 +19,7 @@ _LAZY = {
     "PushConsumer": "orbitmq.client.blocking",
     "LitePullConsumer": "orbitmq.client.blocking",
     "TransactionProducer": "orbitmq.client.blocking",
+    "MessageSelector": "orbitmq.client.blocking",
 }
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Message",
     "MessageExt",
     "MessageQueue",
+    "MessageSelector",
     "NamesrvUnreachableError",
     "Producer",
     "PushConsumer",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -64,6 +65,16 @@ def usage() -> str:
     ]
     lines += [f"  {name.ljust(width)}  {cmd.help}" for name, cmd in COMMANDS.items()]
     return "\n".join(lines)
+
+
+def did_you_mean(word: str) -> str:
+    """ " (did you mean 'updateTopic'?)" for a mistyped subcommand, "" when nothing is close; letter case
+    is ignored (mqadmin's names are camelCase and easy to mis-capitalize)."""
+    by_lower = {name.lower(): name for name in COMMANDS}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage())
         return 0
     if argv[0] not in COMMANDS:
-        print(f"{PROG}: unknown subcommand {argv[0]!r}\n\n{usage()}", file=sys.stderr)
+        print(f"{PROG}: unknown subcommand {argv[0]!r}{did_you_mean(argv[0])}\n\n{usage()}", file=sys.stderr)
         return 2
     try:
         args = parse_args(argv)

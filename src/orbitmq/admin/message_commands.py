@@ -72,7 +72,7 @@ async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Repor
 
 
 def _by_key_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-t", "--topic", required=True, help="topic of the messages")
     p.add_argument("-k", "--msgKey", dest="key", required=True, help="the key (one of the message's KEYS)")
     p.add_argument("-b", "--beginTimestamp", dest="begin", help="from this store time (ms or date)")
     p.add_argument("-e", "--endTimestamp", dest="end", help="up to this store time (ms or date)")
@@ -99,9 +99,9 @@ async def query_msg_by_key(admin: AdminClient, args: argparse.Namespace) -> Repo
 
 
 def _by_offset_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--topic", required=True)
-    p.add_argument("-b", "--brokerName", dest="broker_name", required=True)
-    p.add_argument("-i", "--queueId", dest="queue_id", type=non_negative_int, required=True)
+    p.add_argument("-t", "--topic", required=True, help="topic of the queue")
+    p.add_argument("-b", "--brokerName", dest="broker_name", required=True, help="broker holding the queue")
+    p.add_argument("-i", "--queueId", dest="queue_id", type=non_negative_int, required=True, help="queue id")
     p.add_argument("-o", "--offset", type=non_negative_int, required=True, help="queue offset")
 
 
@@ -112,7 +112,7 @@ async def query_msg_by_offset(admin: AdminClient, args: argparse.Namespace) -> R
 
 
 def _send_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-t", "--topic", required=True, help="topic to send to")
     p.add_argument("-p", "--body", required=True, help="message body (UTF-8 text)")
     p.add_argument("-k", "--key", dest="keys", help="keys, space-separated")
     p.add_argument("-c", "--tags", help="tag")
@@ -158,7 +158,7 @@ async def send_message(admin: AdminClient, args: argparse.Namespace) -> Report:
 
 
 def _consume_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-t", "--topic", required=True, help="topic to read")
     p.add_argument("-b", "--brokerName", dest="broker_name", help="only this broker's queues")
     p.add_argument(
         "-i", "--queueId", dest="queue_id", type=non_negative_int, help="only this queue (with -b)"

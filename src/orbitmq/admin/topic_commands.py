@@ -50,8 +50,22 @@ def perm_text(perm: int) -> str:
 def _update_topic_args(p: argparse.ArgumentParser) -> None:
     broker_or_cluster(p, broker_help="create the topic on this broker (ip:port)")
     _topic(p)
-    p.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=positive_int, default=8)
-    p.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=positive_int, default=8)
+    p.add_argument(
+        "-r",
+        "--readQueueNums",
+        dest="read_queue_nums",
+        type=positive_int,
+        default=8,
+        help="read queue count (8)",
+    )
+    p.add_argument(
+        "-w",
+        "--writeQueueNums",
+        dest="write_queue_nums",
+        type=positive_int,
+        default=8,
+        help="write queue count (8)",
+    )
     p.add_argument("-p", "--perm", type=non_negative_int, default=6, help="permission: 2 W, 4 R, 6 RW")
     p.add_argument("-o", "--order", type=parse_bool, default=False, help="ordered topic (true/false)")
     p.add_argument("-u", "--unit", type=parse_bool, default=False, help="accepted, ignored (unit mode)")
@@ -260,15 +274,53 @@ async def update_broker_config(admin: AdminClient, args: argparse.Namespace) -> 
 def _update_group_args(p: argparse.ArgumentParser) -> None:
     broker_or_cluster(p)
     _group(p)
-    p.add_argument("-s", "--consumeEnable", dest="consume_enable", type=parse_bool)
-    p.add_argument("-m", "--consumeFromMinEnable", dest="consume_from_min_enable", type=parse_bool)
-    p.add_argument("-d", "--consumeBroadcastEnable", dest="consume_broadcast_enable", type=parse_bool)
-    p.add_argument("-q", "--retryQueueNums", dest="retry_queue_nums", type=non_negative_int)
-    p.add_argument("-r", "--retryMaxTimes", dest="retry_max_times", type=non_negative_int)
-    p.add_argument("-i", "--brokerId", dest="broker_id", type=non_negative_int)
-    p.add_argument("-w", "--whichBrokerWhenConsumeSlowly", dest="which_broker_when_consume_slowly", type=int)
     p.add_argument(
-        "-a", "--notifyConsumerIdsChanged", dest="notify_consumer_ids_changed_enable", type=parse_bool
+        "-s",
+        "--consumeEnable",
+        dest="consume_enable",
+        type=parse_bool,
+        help="may the group consume (true/false)",
+    )
+    p.add_argument(
+        "-m",
+        "--consumeFromMinEnable",
+        dest="consume_from_min_enable",
+        type=parse_bool,
+        help="start from the minimum offset (true/false)",
+    )
+    p.add_argument(
+        "-d",
+        "--consumeBroadcastEnable",
+        dest="consume_broadcast_enable",
+        type=parse_bool,
+        help="may the group consume by broadcast (true/false)",
+    )
+    p.add_argument(
+        "-q", "--retryQueueNums", dest="retry_queue_nums", type=non_negative_int, help="retry queue count"
+    )
+    p.add_argument(
+        "-r",
+        "--retryMaxTimes",
+        dest="retry_max_times",
+        type=non_negative_int,
+        help="retries before the dead-letter queue",
+    )
+    p.add_argument(
+        "-i", "--brokerId", dest="broker_id", type=non_negative_int, help="broker id to consume from"
+    )
+    p.add_argument(
+        "-w",
+        "--whichBrokerWhenConsumeSlowly",
+        dest="which_broker_when_consume_slowly",
+        type=int,
+        help="broker id to consume from when consumption is slow",
+    )
+    p.add_argument(
+        "-a",
+        "--notifyConsumerIdsChanged",
+        dest="notify_consumer_ids_changed_enable",
+        type=parse_bool,
+        help="notify consumers when the group's members change (true/false)",
     )
 
 
@@ -298,7 +350,14 @@ async def update_sub_group(admin: AdminClient, args: argparse.Namespace) -> Repo
 def _delete_group_args(p: argparse.ArgumentParser) -> None:
     broker_or_cluster(p)
     _group(p)
-    p.add_argument("-r", "--removeOffset", dest="remove_offset", type=parse_bool, default=False)
+    p.add_argument(
+        "-r",
+        "--removeOffset",
+        dest="remove_offset",
+        type=parse_bool,
+        default=False,
+        help="also remove the group's offsets (true/false, default false)",
+    )
 
 
 @command("deleteSubGroup", "delete a subscription group from a broker or cluster", _delete_group_args)
@@ -315,7 +374,14 @@ async def delete_sub_group(admin: AdminClient, args: argparse.Namespace) -> Repo
 def _progress_args(p: argparse.ArgumentParser) -> None:
     _group(p, required=False)
     _topic(p, required=False)
-    p.add_argument("-s", "--showClientIP", dest="show_client_ip", type=parse_bool, default=False)
+    p.add_argument(
+        "-s",
+        "--showClientIP",
+        dest="show_client_ip",
+        type=parse_bool,
+        default=False,
+        help="show the client's IP (true/false, default false)",
+    )
 
 
 @command(

@@ -130,9 +130,20 @@ class BrokerApp:
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        from orbitmq.broker.processors import acl, admin, client, locks, offsets, pull, query, send
+        from orbitmq.broker.processors import (
+            acl,
+            admin,
+            admin_tools,
+            client,
+            locks,
+            offsets,
+            pull,
+            query,
+            reply,
+            send,
+        )
 
-        for module in (send, pull, offsets, client, locks, query, admin, acl):
+        for module in (send, pull, offsets, client, locks, query, admin, reply, admin_tools, acl):
             module.register(self.server, self)
         if self.config.acl_enable:
             self.acl = PlainAccessValidator(self.config.acl_file)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from orbitmq.protocol.sql92 import Selector
+
 
 @dataclass(slots=True)
 class Subscription:
@@ -24,6 +26,8 @@ class Subscription:
     sub_version: int = 0
     expression_type: str = "TAG"
     class_filter_mode: bool = False
+    # The compiled SQL92 selector (broker/sql_filter.py), None for TAG subscriptions.
+    selector: Selector | None = field(default=None, compare=False, repr=False)
 
     def matches_tags_code(self, tags_code: int | None) -> bool:
         """The broker-side TAG filter: `*` matches everything, else the CQ tags code must be listed."""
@@ -193,9 +197,13 @@ def parse_subscription(
     sub_version: int,
     hash_tag: Callable[[str], int],
 ) -> Subscription:
-    """RocketMQ's FilterAPI.buildSubscriptionData for TAG expressions: `*` or `a || b`."""
+    """RocketMQ's FilterAPI.build: TAG expressions (`*` or `a || b`) become tags and their hash codes;
+    any other type (SQL92) keeps its expression whole, for the broker's property filter."""
     expr = (expression or "").strip()
     sub = Subscription(topic, expression_type=expression_type or "TAG", sub_version=sub_version)
+    if sub.expression_type != "TAG":
+        sub.sub_string = expression or ""
+        return sub
     if not expr or expr == "*":
         sub.sub_string = "*"
         return sub

@@ -130,6 +130,7 @@ class BrokerConfig:
     client_housekeeping_interval: int = 10000
     rebalance_lock_max_live_time: int = 60000
     retention_check_interval: int = 10000
+    filter_expression_max_depth: int = 100  # nesting bound of a SQL92 selector (protocol/sql92.py)
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -21,6 +21,7 @@ from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lite_pull_consumer import LitePullConsumer
 from orbitmq.client.producer import MessageQueueSelector, Producer, put_user_property, select_by_hash
 from orbitmq.client.push_consumer import PushConsumer
+from orbitmq.client.request_reply import create_reply_message
 from orbitmq.client.results import (
     ConsumeConcurrentlyContext,
     ConsumeFromWhere,
@@ -33,6 +34,7 @@ from orbitmq.client.results import (
     SendResult,
     SendStatus,
 )
+from orbitmq.client.subscription import MessageSelector
 from orbitmq.client.transaction_producer import (
     LocalTransactionState,
     TransactionListener,
@@ -65,6 +67,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "PullResult",
     "PullStatus",
@@ -74,6 +77,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply_message",
     "put_user_property",
     "select_by_hash",
 ]

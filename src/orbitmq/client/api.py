@@ -59,6 +59,9 @@ _PULL_STATUS = {
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
 
+# A reply message's property (MSG_TYPE=reply) as it appears in the properties string.
+_REPLY_MARK = P.MSG_TYPE + "\x01reply"
+
 # PullSysFlag bits (fact sheet 3.3).
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -182,8 +185,11 @@ class MQClientAPI:
         timeout: float,
         batch: bool = False,
     ) -> SendResult:
-        """Send one message (SEND_MESSAGE_V2, `header` from `send_header_v2`) or a batch body."""
+        """Send one message (SEND_MESSAGE_V2, `header` from `send_header_v2`) or a batch body; a reply
+        message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as RocketMQ's producer sends it."""
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        if not batch and _REPLY_MARK in header.get("i", ""):
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
         resp = await self.invoke(addr, RemotingCommand.request(code, header, body), timeout)
         return self.process_send_response(resp, addr, broker_name, header["b"], msg_id)
 
@@ -331,6 +337,13 @@ class MQClientAPI:
     ) -> None:
         header = _ext(clientID=client_id, producerGroup=producer_group, consumerGroup=consumer_group)
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header))
+        self._check(resp, addr)
+
+    async def check_client_config(self, addr: str, client_id: str, group: str, subscription: Any) -> None:
+        """CHECK_CLIENT_CONFIG: may this broker filter by the subscription (a SQL92 one)? Raises
+        BrokerError with the broker's reason when not."""
+        body = orjson.dumps({"clientId": client_id, "group": group, "subscriptionData": subscription})
+        resp = await self.invoke(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=body))
         self._check(resp, addr)
 
     async def get_consumer_id_list(self, addr: str, group: str) -> list[str]:

@@ -26,10 +26,12 @@ from orbitmq.client.aio import (
     LocalTransactionState,
     MessageModel,
     MessageQueueSelector,
+    MessageSelector,
     SendResult,
     SendStatus,
     TransactionListener,
     TransactionSendResult,
+    create_reply_message,
     put_user_property,
     select_by_hash,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "SendResult",
@@ -56,6 +59,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply_message",
     "put_user_property",
     "select_by_hash",
     "shutdown_loop",
@@ -183,6 +187,31 @@ class Producer:
     def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
         _loop().run(self._aio.send_oneway(msg, queue=queue))
 
+    def request(self, msg: Message, timeout: float = 3.0) -> MessageExt:
+        """Send a request and wait for its reply (see `orbitmq.client.producer.Producer.request`)."""
+        return _loop().run(self._aio.request(msg, timeout))
+
+    def request_async(
+        self,
+        msg: Message,
+        callback: Callable[[MessageExt | None, BaseException | None], None] | None = None,
+        timeout: float = 3.0,
+    ) -> concurrent.futures.Future[MessageExt]:
+        """Returns at once; `callback(reply, None)` or `callback(None, error)` runs on the client loop."""
+
+        async def go() -> MessageExt:
+            return await self._aio.request_async(msg, timeout)
+
+        future = _loop().submit(go())
+        if callback is not None:
+
+            def done(f: concurrent.futures.Future[MessageExt]) -> None:
+                exc = f.exception()
+                callback(None if exc else f.result(), exc)
+
+            future.add_done_callback(done)
+        return future
+
     def send_batch(
         self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
     ) -> SendResult:
@@ -227,8 +256,14 @@ class PushConsumer:
     def aio(self) -> aio.PushConsumer:
         return self._aio
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        self._aio.subscribe(topic, expression)
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
+        self._aio.subscribe(topic, expression, expression_type=expression_type)
 
     def unsubscribe(self, topic: str) -> None:
         self._aio.unsubscribe(topic)
@@ -283,8 +318,14 @@ class LitePullConsumer:
     def aio(self) -> aio.LitePullConsumer:
         return self._aio
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        self._aio.subscribe(topic, expression)
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
+        self._aio.subscribe(topic, expression, expression_type=expression_type)
 
     def unsubscribe(self, topic: str) -> None:
         self._aio.unsubscribe(topic)

@@ -232,14 +232,19 @@ class OrderlyConsumeService:
                 if status is None:
                     log.warning("%s: orderly listener answered %r; suspending the queue", self.group, answer)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                if pq.is_dropped():
-                    return
-                if status is ConsumeOrderlyStatus.SUCCESS or await self._give_up(msgs, mq):
+                # A batch the listener consumed is committed even if a rebalance dropped the queue
+                # meanwhile: the removal waits for this batch and persists the offset after it, so the
+                # next owner does not consume it again (a reset_offset clears pq first: commit is -1).
+                if status is ConsumeOrderlyStatus.SUCCESS or (
+                    not pq.is_dropped() and await self._give_up(msgs, mq)
+                ):
                     self.consumed += len(msgs)
                     offset = pq.commit()
                     if offset >= 0:
                         self.offset_store.update_offset(mq, offset)
                     continue
+                if pq.is_dropped():
+                    return
                 for msg in msgs:
                     msg.reconsume_times += 1
                 pq.make_messages_to_consume_again(msgs)

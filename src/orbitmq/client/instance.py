@@ -25,10 +25,11 @@ import orjson
 
 from orbitmq.client.api import MQClientAPI, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig
+from orbitmq.client.request_reply import ReplyTable
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
 from orbitmq.client.routing import MASTER_ID, subscribe_queues
-from orbitmq.client.subscription import Subscription
-from orbitmq.common.errors import OrbitError
+from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
+from orbitmq.common.errors import BrokerError, ClientError, OrbitError
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -90,6 +91,8 @@ class ClientInstance:
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        self.replies = ReplyTable()  # request-reply: futures of this client's pending requests
+        self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push)
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -283,11 +286,46 @@ class ClientInstance:
         topics = [s.topic for s in consumer.subscriptions()]
         for topic in topics:
             await self.update_topic_route(topic)
+        await self.check_client_in_broker(consumer)
         await self.send_heartbeat_to_all()
-        for topic in topics:
-            if topic not in self.topic_routes:
-                await self.update_topic_route(topic)
+        missing = [topic for topic in topics if not await self._has_route(topic)]
+        if missing:
+            self.spawn(self._routes_once_registered(missing), "routes of new topics")
         self.rebalance_immediately()
+
+    async def _has_route(self, topic: str) -> bool:
+        return topic in self.topic_routes or await self.update_topic_route(topic)
+
+    async def _routes_once_registered(self, topics: list[str], attempts: int = 20) -> None:
+        """The heartbeat makes the broker create %RETRY%<group>, which reaches the name server when the
+        broker re-registers, a moment later. Ask again for a few seconds rather than leave the retry
+        queue unassigned until the next route poll (30 s): that wait delayed the first redelivery of a
+        RECONSUME_LATER message well past its delay level (issue 12, C.4)."""
+        for _ in range(attempts):
+            await asyncio.sleep(0.25)
+            topics = [topic for topic in topics if not await self._has_route(topic)]
+            if not topics:
+                self.rebalance_immediately()
+                return
+
+    async def check_client_in_broker(self, consumer: ConsumerInner) -> None:
+        """Ask each master of a SQL92-subscribed topic whether it can filter by the expression
+        (CHECK_CLIENT_CONFIG, as RocketMQ's consumer does at start); raise ClientError when one refuses."""
+        for sub in consumer.subscriptions():
+            if sub.expression_type == EXPRESSION_TAG:
+                continue
+            route = self.topic_routes.get(sub.topic)
+            for bd in route.broker_datas if route is not None else []:
+                addr = self.master_address(bd.broker_name)
+                if addr is None:
+                    continue
+                try:
+                    await self.api.check_client_config(addr, self.client_id, consumer.group, sub.to_body())
+                except BrokerError as exc:
+                    raise ClientError(
+                        f"the broker {bd.broker_name} ({addr}) refused the {sub.expression_type} "
+                        f"subscription {sub.sub_string!r} of topic {sub.topic}: {exc.remark}"
+                    ) from exc
 
     def spawn(self, coro: Awaitable[None], name: str) -> None:
         """Run a one-off background job owned by this instance (cancelled on shutdown)."""

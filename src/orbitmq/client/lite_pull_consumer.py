@@ -35,7 +35,7 @@ from orbitmq.client.push_consumer import BrokerOffsetBackend
 from orbitmq.client.rebalance import Rebalancer
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
 from orbitmq.client.routing import subscribe_queues
-from orbitmq.client.subscription import Subscription, parse_subscription
+from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
@@ -136,11 +136,19 @@ class LitePullConsumer:
 
     # ---- configuration ----------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
         validate_topic(topic)
         if self._assigned is not None:
             raise ClientError("subscribe() and assign() are mutually exclusive")
-        sub = parse_subscription(topic, expression, sub_version=self.clock.now_ms())
+        sub = subscription_of(
+            topic, expression, sub_version=self.clock.now_ms(), expression_type=expression_type
+        )
         self._subscriptions[topic] = sub
         if self.rebalancer is not None:
             self.rebalancer.subscriptions[topic] = sub
@@ -211,7 +219,11 @@ class LitePullConsumer:
         self.started = True
         self._last_commit = self.clock.monotonic()
         await instance.start()
-        await instance.refresh_subscriptions(self)
+        try:
+            await instance.refresh_subscriptions(self)
+        except ClientError:  # a broker refused a SQL92 subscription (CHECK_CLIENT_CONFIG)
+            await self.shutdown()
+            raise
         if self._assigned is not None:
             await self._apply_assignment()
         else:

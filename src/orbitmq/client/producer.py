@@ -20,6 +20,7 @@ from orbitmq.client.api import RETRYABLE_SEND_CODES, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS, FaultStrategy
 from orbitmq.client.instance import ClientInstance
+from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.routing import TopicPublishInfo, select_queue
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
@@ -32,7 +33,7 @@ from orbitmq.message.codec import (
     encode_properties,
     java_string_hash,
 )
-from orbitmq.message.model import Message, MessageQueue
+from orbitmq.message.model import Message, MessageExt, MessageQueue
 from orbitmq.message.validation import validate_group, validate_message, validate_user_property
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
@@ -170,6 +171,7 @@ class Producer:
         )
         self.publish_info: dict[str, TopicPublishInfo] = {}
         self._pending: set[asyncio.Task[Any]] = set()
+        self._request_topics: set[str] = set()  # topics whose brokers heard us before a request
         self.started = False
 
     # ---- lifecycle --------------------------------------------------------------------------
@@ -298,6 +300,45 @@ class Producer:
         task = asyncio.get_running_loop().create_task(
             self._send_with_retries(msg, budget, 1 + self.retry_times_async)
         )
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        task.add_done_callback(_retrieve_exception)
+        return task
+
+    # ---- request-reply ----------------------------------------------------------------------
+
+    async def request(self, msg: Message, timeout: float = 3.0) -> MessageExt:
+        """Send `msg` as a request and wait for its reply (RocketMQ 4.6+ request-reply): the responder
+        answers with `create_reply_message(request, body)`; the broker pushes the reply here. Raises
+        RequestTimeoutError when no reply comes within `timeout` seconds (sending included)."""
+        self._validate(msg)
+        instance = self._instance()
+        start = self.clock.monotonic()
+        await self.find_publish_info(msg.topic)
+        if msg.topic not in self._request_topics:
+            # The broker finds this client's connection among its producers: make sure each broker of
+            # the topic has heard our heartbeat before the reply can come back (as RocketMQ does).
+            await instance.send_heartbeat_to_all()
+            self._request_topics.add(msg.topic)
+        correlation_id = prepare_request(msg, instance.client_id, timeout)
+        future = instance.replies.expect(correlation_id)
+        try:
+            await self.send(msg, timeout=max(timeout - (self.clock.monotonic() - start), 0.001))
+            remaining = timeout - (self.clock.monotonic() - start)
+            try:
+                return await asyncio.wait_for(future, max(remaining, 0))
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"no reply to the request {correlation_id} on {msg.topic} within {timeout}s"
+                ) from None
+        finally:
+            instance.replies.discard(correlation_id)
+
+    def request_async(self, msg: Message, timeout: float = 3.0) -> asyncio.Task[MessageExt]:
+        """`request` as a task (validation errors are raised at once)."""
+        self._validate(msg)
+        self._instance()
+        task = asyncio.get_running_loop().create_task(self.request(msg, timeout))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         task.add_done_callback(_retrieve_exception)

@@ -32,7 +32,7 @@ from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.producer import Producer
 from orbitmq.client.rebalance import Rebalancer, retry_topic
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
-from orbitmq.client.subscription import Subscription, parse_subscription
+from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -146,10 +146,19 @@ class PushConsumer:
 
     # ---- configuration ----------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Consume `topic`, messages whose tag matches `expression` (`*` or `tagA || tagB`)."""
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | MessageSelector | None = "*",
+        *,
+        expression_type: str | None = None,
+    ) -> None:
+        """Consume `topic`, messages whose tag matches `expression` (`*` or `tagA || tagB`), or that a
+        SQL92 selector selects (`MessageSelector.by_sql(...)` or `expression_type="SQL92"`)."""
         validate_topic(topic)
-        sub = parse_subscription(topic, expression, sub_version=self.clock.now_ms())
+        sub = subscription_of(
+            topic, expression, sub_version=self.clock.now_ms(), expression_type=expression_type
+        )
         self._subscriptions[topic] = sub
         if self.rebalancer is not None:
             self.rebalancer.subscriptions[topic] = sub
@@ -256,7 +265,11 @@ class PushConsumer:
         instance.register_consumer(self)
         self.started = True
         await instance.start()
-        await instance.refresh_subscriptions(self)
+        try:
+            await instance.refresh_subscriptions(self)
+        except ClientError:  # a broker refused a SQL92 subscription (CHECK_CLIENT_CONFIG)
+            await self.shutdown()
+            raise
         if self._orderly and self.message_model is MessageModel.CLUSTERING:
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_service()))
         await self.do_rebalance()

@@ -1,4 +1,5 @@
-"""Subscriptions: tag expressions (`*`, `a || b`) parsed as RocketMQ's FilterAPI does (fact sheet 4.3).
+"""Subscriptions: tag expressions (`*`, `a || b`) parsed as RocketMQ's FilterAPI does (fact sheet 4.3),
+and SQL92 selectors (`MessageSelector.by_sql`), which the broker evaluates.
 
 `Subscription` is the client's value; `to_body()` turns it into the heartbeat's SubscriptionData.
 Messages are matched twice: the broker filters by tag hash code, the client again by the exact tag
@@ -17,6 +18,45 @@ from orbitmq.message.hashing import java_string_hash
 SUB_ALL = "*"
 EXPRESSION_TAG = "TAG"
 EXPRESSION_SQL92 = "SQL92"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSelector:
+    """RocketMQ's MessageSelector: `by_tag("a || b")` or `by_sql("a > 5 AND TAGS IN ('x')")`.
+
+    SQL92 selectors are evaluated by the broker (it needs `enablePropertyFilter=true`); the consumer
+    asks every broker of the topic at start (CHECK_CLIENT_CONFIG) and fails to start when one refuses.
+    """
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, expression: str) -> MessageSelector:
+        return cls(EXPRESSION_SQL92, expression)
+
+    @classmethod
+    def by_tag(cls, expression: str | None = SUB_ALL) -> MessageSelector:
+        return cls(EXPRESSION_TAG, expression or SUB_ALL)
+
+
+def subscription_of(
+    topic: str,
+    expression: str | MessageSelector | None,
+    *,
+    sub_version: int,
+    expression_type: str | None = None,
+) -> Subscription:
+    """A consumer's subscribe() argument (a tag expression, or a MessageSelector) as a Subscription."""
+    if isinstance(expression, MessageSelector):
+        if expression_type is not None and expression_type != expression.expression_type:
+            raise ClientError("give the expression type once: in the MessageSelector or as expression_type")
+        return parse_subscription(
+            topic, expression.expression, sub_version=sub_version, expression_type=expression.expression_type
+        )
+    return parse_subscription(
+        topic, expression, sub_version=sub_version, expression_type=expression_type or EXPRESSION_TAG
+    )
 
 
 @dataclass(slots=True)
@@ -59,6 +99,7 @@ def parse_subscription(
     if expression_type == EXPRESSION_SQL92:
         if not expression or not expression.strip():
             raise ClientError("an SQL92 subscription needs an expression")
+        # The broker compiles and evaluates it; its CHECK_CLIENT_CONFIG answer names any syntax error.
         return Subscription(topic, expression, sub_version=sub_version, expression_type=EXPRESSION_SQL92)
     if expression_type != EXPRESSION_TAG:
         raise ClientError(f"unknown expression type {expression_type!r} (TAG or SQL92)")

@@ -324,6 +324,7 @@ class BrokerAccess:
         group: str,
         tags: str,
         timeout_s: float,
+        expression_type: str = "TAG",
     ) -> PullResponse:
         header = {
             "consumerGroup": group,
@@ -336,7 +337,7 @@ class BrokerAccess:
             "suspendTimeoutMillis": "0",
             "subscription": tags,
             "subVersion": "0",
-            "expressionType": "TAG",
+            "expressionType": expression_type,
             "bname": queue.broker,
         }
         resp = await self.api.invoke(

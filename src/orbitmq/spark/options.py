@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from orbitmq.protocol.sql92 import SqlParseError, compile_selector
 from orbitmq.spark.offsets import LATEST, OffsetMap, from_offset_json
 
 # Every option name, lower case, with its aliases mapped to the canonical name.
@@ -32,6 +33,7 @@ _SOURCE_ALIASES = {
     "failondataloss": "failondataloss",
     "tags": "tags",
     "subexpression": "tags",
+    "sqlfilter": "sqlfilter",
     "pullbatchsize": "pullbatchsize",
     "pulltimeoutms": "pulltimeoutms",
     "pullconcurrency": "pullconcurrency",
@@ -53,8 +55,8 @@ _SINK_ALIASES = {
     "secretkey": "secretkey",
 }
 _SOURCE_NAMES = "namesrv (nameSrvAddr), topic | topics | topicPattern, startingOffsets, startingTimestamp, \
-endingOffsets, endingTimestamp, maxOffsetsPerTrigger, failOnDataLoss, tags (subExpression), pullBatchSize, \
-pullTimeoutMs, pullConcurrency, minPartitions, consumerGroup, accessKey, secretKey"
+endingOffsets, endingTimestamp, maxOffsetsPerTrigger, failOnDataLoss, tags (subExpression), sqlFilter, \
+pullBatchSize, pullTimeoutMs, pullConcurrency, minPartitions, consumerGroup, accessKey, secretKey"
 _SINK_NAMES = "namesrv (nameSrvAddr), topic, producerGroup, sendTimeoutMs, sendConcurrency, \
 maxBatchMessages, writeId, accessKey, secretKey"
 
@@ -90,6 +92,8 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     tags: str = "*"
+    # A SQL92 selector the brokers evaluate (they need enablePropertyFilter=true); excludes `tags`.
+    sql_filter: str | None = None
     pull_batch_size: int = 1024
     pull_timeout_ms: int = 10_000
     pull_concurrency: int = 8
@@ -283,6 +287,14 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if "minpartitions" in opts:
         min_partitions = parse_int("minPartitions", opts["minpartitions"], minimum=1)
     tags = opts.get("tags", "*").strip() or "*"
+    sql_filter = opts.get("sqlfilter")
+    if sql_filter is not None:
+        if tags != "*":
+            raise ValueError("options 'tags' and 'sqlFilter' exclude each other: filter TAGS in the SQL")
+        try:
+            compile_selector(sql_filter)
+        except SqlParseError as exc:
+            raise ValueError(f"option 'sqlFilter': {exc}") from None
     group = opts.get("consumergroup")
     if group is not None and not _TOPIC_RE.match(group):
         raise ValueError(f"option 'consumerGroup' {group!r} is not a valid group name")
@@ -295,6 +307,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_offsets_per_trigger=max_rows,
         fail_on_data_loss=parse_bool("failOnDataLoss", opts.get("failondataloss", "true")),
         tags=tags,
+        sql_filter=sql_filter,
         pull_batch_size=parse_int("pullBatchSize", opts.get("pullbatchsize", "1024"), minimum=1),
         pull_timeout_ms=parse_int("pullTimeoutMs", opts.get("pulltimeoutms", "10000"), minimum=1),
         pull_concurrency=parse_int("pullConcurrency", opts.get("pullconcurrency", "8"), minimum=1),

@@ -69,6 +69,7 @@ class RangeSpec:
     pull_concurrency: int
     fail_on_data_loss: bool
     credentials: tuple[str, str] | None = None
+    expression_type: str = "TAG"  # "SQL92": `tags` holds the sqlFilter selector
 
     @property
     def queue(self) -> QueueRef:
@@ -100,7 +101,7 @@ class _RangeFetcher:
         self.access = access
         self.spec = spec
         self.address = spec.address
-        self.filtered = spec.tags.strip() not in ("", "*")
+        self.filtered = spec.expression_type != "TAG" or spec.tags.strip() not in ("", "*")
 
     async def _pull(self, offset: int, count: int) -> PullResponse:
         spec = self.spec
@@ -112,6 +113,7 @@ class _RangeFetcher:
                 count,
                 group=spec.group,
                 tags=spec.tags,
+                expression_type=spec.expression_type,
                 timeout_s=spec.pull_timeout_ms / 1000,
             )
         except (ConnectError, RequestTimeoutError):
@@ -130,6 +132,7 @@ class _RangeFetcher:
                 count,
                 group=spec.group,
                 tags=spec.tags,
+                expression_type=spec.expression_type,
                 timeout_s=spec.pull_timeout_ms / 1000,
             )
 
@@ -313,7 +316,7 @@ def tag_set(expression: str) -> frozenset[str] | None:
 def _decode(chunks: list[bytes], spec: RangeSpec) -> pa.RecordBatch:
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     batch = decode_batch(data, record_positions(data), broker=spec.broker)
-    tags = tag_set(spec.tags)
+    tags = tag_set(spec.tags) if spec.expression_type == "TAG" else None
     if tags is not None:
         # The broker filters by tag hash code; equal hashes of different tags are dropped here, as
         # RocketMQ's clients re-check the tag string after a pull.

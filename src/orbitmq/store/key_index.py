@@ -11,6 +11,7 @@ This module knows nothing of records; the dispatcher hands it keys.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -19,6 +20,8 @@ from operator import mul
 from orbitmq.common.clock import Clock
 from orbitmq.message.hashing import hash_powers, java_string_hash
 from orbitmq.store.index_file import IndexFile
+
+log = logging.getLogger(__name__)
 
 _MASK32 = 0xFFFFFFFF
 _POW31 = [pow(31, n, 1 << 32) for n in range(257)]
@@ -96,6 +99,12 @@ class KeyIndex:
         if not os.path.isdir(self.directory):
             return lowest
         for name in sorted(n for n in os.listdir(self.directory) if n.isdigit()):
+            path = os.path.join(self.directory, name)
+            if os.path.getsize(path) == 0:
+                # Created but not yet sized when a crash came (see MappedFile): it indexes nothing.
+                log.warning("removing %s: empty, its creation was interrupted by a crash", path)
+                os.unlink(path)
+                continue
             f = IndexFile(
                 os.path.join(self.directory, name), self.hash_slot_num, self.index_num, create=False
             )

@@ -61,6 +61,14 @@ class MappedFileQueue:
             for n in os.listdir(self.directory)
             if n.isdigit() and os.path.isfile(os.path.join(self.directory, n))
         )
+        if names and self.file_size > 0:
+            # A crash (kill -9, power cut) between creating the newest segment (O_EXCL) and sizing it
+            # leaves it empty: it never held a byte, so it goes instead of failing the size check.
+            newest = os.path.join(self.directory, names[-1])
+            if os.path.getsize(newest) == 0:
+                log.warning("removing %s: empty, its creation was interrupted by a crash", newest)
+                os.unlink(newest)
+                names.pop()
         files = [
             MappedFile(os.path.join(self.directory, name), self.file_size, create=False) for name in names
         ]

@@ -96,6 +96,10 @@ class Dispatcher:
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # (code, client) pairs already logged at INFO for an unsupported request; bounded so a client
+        # cycling through codes cannot grow it without limit (later ones are logged at DEBUG only).
+        self._unsupported_logged: set[tuple[int, str]] = set()
+        self.unsupported_log_limit = 4096
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -118,9 +122,7 @@ class Dispatcher:
         """Connection callback: answer errors at once, run processors inline (a Task only if they wait)."""
         route = self._routes.get(request.code, self._default)
         if route is None:
-            log.debug(
-                "%s: request code %d not supported (from %s)", self.name, request.code, conn.remote_address
-            )
+            self._log_unsupported(conn, request.code)
             if not request.is_oneway:
                 answer = RemotingCommand.response(
                     ResponseCode.REQUEST_CODE_NOT_SUPPORTED, not_supported_remark(request.code)
@@ -156,6 +158,24 @@ class Dispatcher:
             raise
         # The processor is waiting for something: the rest of it runs in a Task.
         self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), started))
+
+    def _log_unsupported(self, conn: Connection, code: int) -> None:
+        """INFO once per (code, client) -- a client speaking a dialect we lack should be visible in the
+        log without one line per request; the client is its heartbeat client id, else its address."""
+        client = str(conn.state.get("client_id") or conn.remote_address)
+        key = (code, client)
+        first = key not in self._unsupported_logged
+        if first and len(self._unsupported_logged) < self.unsupported_log_limit:
+            self._unsupported_logged.add(key)
+            log.info(
+                "%s: request code %d is not supported; answered REQUEST_CODE_NOT_SUPPORTED to %s "
+                "(logged once per code and client)",
+                self.name,
+                code,
+                client,
+            )
+        else:
+            log.debug("%s: request code %d not supported (from %s)", self.name, code, client)
 
     def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

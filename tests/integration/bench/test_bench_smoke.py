@@ -7,7 +7,6 @@ No performance assertion: only that the instrument measures something and cleans
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -48,7 +47,6 @@ def no_process_uses(path: Path) -> bool:
     return True
 
 
-@pytest.mark.skipif(importlib.util.find_spec("orbitmq.serve") is None, reason="orbitmq serve not there yet")
 def test_w1_against_serve_measures_and_stops_the_server(tmp_path: Path) -> None:
     doc = run_bench(tmp_path, "W1", "--serve", "--driver", "raw", "-d", "1", "--senders", "1")
     results = doc["results"]
@@ -61,10 +59,12 @@ def test_w1_against_serve_measures_and_stops_the_server(tmp_path: Path) -> None:
     assert no_process_uses(tmp_path / "work")
 
 
-@pytest.mark.skipif(
-    shutil.which("redis-server") is None, reason="redis-server not installed (bench/peers/install.sh)"
-)
 def test_w1_against_a_peer_only(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        # scripts/install-dev (run by CI) installs it: a CI run without it is a broken install, not a skip.
+        if os.environ.get("CI"):
+            pytest.fail("redis-server missing on CI: scripts/install-dev should have installed it")
+        pytest.skip("redis-server not installed (scripts/install-dev or bench/peers/install.sh)")
     doc = run_bench(tmp_path, "W1", "--no-orbitmq", "--peers", "redis", "-d", "1", "--senders", "1")
     results = doc["results"]
     assert isinstance(results, list)

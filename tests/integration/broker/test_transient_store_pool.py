@@ -53,15 +53,25 @@ async def test_broker_with_transient_store_pool_delivers_and_restarts(tmp_path: 
             raw = Raw(client, proc.broker_addr, proc.address)
             await raw.create_topic(TOPIC, queues=2)
             assert (await _runtime_info(raw))["remainTransientStoreBufferNumbs"] == "2"
-            # A long-polling pull parked before anything is sent is woken by the commit's dispatch.
-            parked = asyncio.ensure_future(raw.pull(TOPIC, 1, 0, suspend_ms=5000, timeout=10.0))
-            await asyncio.sleep(0.2)
+            # A long-polling pull parked before anything is sent is woken by the commit's dispatch. It is
+            # parked for 60 s and awaited for 4 s, less than the hold service's 5 s re-check: only the
+            # arrival wake-up (commit -> dispatch -> listener) can answer it in time.
+            parked = asyncio.ensure_future(raw.pull(TOPIC, 1, 0, suspend_ms=60_000, timeout=70.0))
+
+            async def held() -> bool:
+                return (await _runtime_info(raw))["heldPullRequests"] == "1"
+
+            deadline = asyncio.get_running_loop().time() + 10
+            while not await held():
+                assert asyncio.get_running_loop().time() < deadline, "the pull was never parked"
+                await asyncio.sleep(0.05)
             for i, body in enumerate(bodies):
                 sent = await raw.send(TOPIC, body, queue_id=i % 2, keys=f"key{i}")
                 assert sent.code == ResponseCode.SUCCESS, sent.remark
                 assert sent.ext_fields["queueOffset"] == str(i // 2)
-            woken = await parked
-            assert messages(woken)[0].body == bodies[1]
+                if i == 1:
+                    woken = await asyncio.wait_for(parked, 4.0)
+                    assert messages(woken)[0].body == bodies[1]
             assert await _pull_all(raw, 0, 150) == bodies[0::2]
             assert await _pull_all(raw, 1, 150) == bodies[1::2]
             info = await _runtime_info(raw)

@@ -82,15 +82,42 @@ async def test_ordered_sends_keep_each_key_in_one_queue_in_order(
 
 
 async def test_unknown_topic_without_auto_create_is_a_clear_error(
+    tmp_path: Path, namesrv: ServerProcess
+) -> None:
+    """With autoCreateTopicEnable=false nobody registers TBW102, so the producer finds no route and says
+    so (TOPIC_NOT_EXIST, RocketMQ's "No route info of this topic"); the broker creates nothing."""
+    topic = unique("NoSuchTopic")
+    with start_broker(
+        tmp_path,
+        namesrv.address,
+        broker_name="broker-n",
+        expect=("broker",),
+        autoCreateTopicEnable=False,
+        **broker_conf(),
+    ):
+        async with Admin(namesrv) as admin, Producer("PG", config=client_config(namesrv)) as producer:
+            with pytest.raises(BrokerError) as caught:
+                await producer.send(Message.create(topic, "x"))
+            assert caught.value.code == 17  # TOPIC_NOT_EXIST
+            assert topic in str(caught.value)
+            assert await admin.instance.api.get_topic_route(topic) is None
+
+
+async def test_unknown_topic_with_auto_create_is_created_from_the_default_topic(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    async with Producer("PG", config=client_config(namesrv)) as producer:
-        try:
-            result = await producer.send(Message.create(unique("NoSuchTopic"), "x"))
-        except BrokerError as exc:
-            assert exc.code == 17 or "route" in str(exc)
-        else:  # a broker with autoCreateTopicEnable creates it from TBW102
-            assert result.status is SendStatus.SEND_OK
+    """The other side of the switch: the fixture broker (autoCreateTopicEnable defaults to true) creates
+    the topic from TBW102 on first send."""
+    topic = unique("AutoTopic")
+    async with Admin(namesrv) as admin, Producer("PG", config=client_config(namesrv)) as producer:
+        result = await producer.send(Message.create(topic, "x"))
+        assert result.status is SendStatus.SEND_OK
+
+        async def routed() -> bool:  # the broker registers the created topic with the name server
+            return await admin.instance.api.get_topic_route(topic) is not None
+
+        await eventually(routed, what=f"a route for {topic}")
+        assert [m.body for m in await admin.read_topic(topic)] == [b"x"]
 
 
 async def test_validation_happens_before_sending(namesrv: ServerProcess, broker: ServerProcess) -> None:

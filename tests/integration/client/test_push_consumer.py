@@ -234,9 +234,65 @@ async def test_orderly_two_competing_consumers_keep_per_key_order(
         finally:
             for c in consumers:
                 await c.shutdown()
-        for key, seqs in seen.items():
-            assert seqs == sorted(seqs), f"{key} out of order: {seqs}"
+        # Every key's messages exactly once, in send order (no duplicate, gap or swap).
+        for k in range(6):
+            assert seen[f"k{k}"] == list(range(k, 80, 6)), f"k{k}: {seen[f'k{k}']}"
         assert all(len(names) == 1 for names in owners.values())  # one consumer per queue
+
+
+async def test_orderly_queues_moving_between_consumers_mid_stream_keep_order_and_exactly_once(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    """A stream of ordered messages while the group changes under it: "one" owns every queue, "two" joins
+    (queues move to it), then "one" leaves (they all move to "two"). Per queue, the offsets consumed
+    across both members, in consumption order, are exactly 0..n-1: nothing twice, nothing skipped, no
+    reordering at a handover."""
+    topic, group = unique("OrderlyMove"), unique("OM")
+    consumed: list[tuple[str, int, int]] = []  # (member, queue id, queue offset) in consumption order
+
+    def make_listener(name: str) -> object:
+        async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> None:
+            for m in msgs:
+                consumed.append((name, m.queue_id, m.queue_offset))
+            await asyncio.sleep(0.005)  # slow enough that a backlog is in flight at each handover
+
+        return listener
+
+    def member(name: str) -> PushConsumer:
+        c = PushConsumer(group, config=client_config(namesrv), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c.subscribe(topic, "*")
+        c.register_orderly_listener(make_listener(name))  # type: ignore[arg-type]
+        return c
+
+    sent: Counter[int] = Counter()  # queue id -> messages sent to it
+
+    async def send(n: int, start: int) -> None:
+        for i in range(start, start + n):
+            result = await producer.send_orderly(Message.create(topic, f"m{i}"), f"key{i % 8}")
+            sent[result.message_queue.queue_id] += 1
+
+    async with Admin(namesrv) as admin, Producer("PG", config=client_config(namesrv)) as producer:
+        await admin.create_topic(topic, [broker], queues=4)
+        one, two = member("one"), member("two")
+        await one.start()
+        try:
+            await eventually(lambda: owned(one, topic) == 4, what="one owns every queue")
+            await send(80, 0)
+            await two.start()
+            await eventually(lambda: owned(one, topic) == 2 and owned(two, topic) == 2, what="queues split")
+            await send(80, 80)
+            await one.shutdown()
+            await eventually(lambda: owned(two, topic) == 4, what="two owns every queue")
+            await send(80, 160)
+            await eventually(lambda: len(consumed) >= 240, what="240 consumed")
+        finally:
+            await one.shutdown()
+            await two.shutdown()
+        members = {name for name, _, _ in consumed}
+        assert members == {"one", "two"}
+        for q in range(4):
+            offsets = [off for _, queue_id, off in consumed if queue_id == q]
+            assert offsets == list(range(sent[q])), f"queue {q}: {[c for c in consumed if c[1] == q]}"
 
 
 async def test_offsets_survive_a_consumer_restart(namesrv: ServerProcess, broker: ServerProcess) -> None:
@@ -251,16 +307,24 @@ async def test_offsets_survive_a_consumer_restart(namesrv: ServerProcess, broker
             await eventually(lambda: before <= set(first.bodies), what="first batch")
         finally:
             await c.shutdown()  # commits offsets
+        # The positive fact behind "nothing comes again": the broker holds a committed offset at the end
+        # of every queue, so a restarted member starts past everything consumed.
+        api = admin.instance.api
+        queues = [MessageQueue(topic, "broker-a", q) for q in range(4)]
+        for mq in queues:
+            committed = await api.query_consumer_offset(broker.broker_addr, group, mq)
+            assert committed == await api.get_max_offset(broker.broker_addr, mq), mq
         after = await send_many(producer, topic, "after", 20)
         second = Recorder()
         c2 = consumer(namesrv, group, topic, second)
         await c2.start()
         try:
             await eventually(lambda: after <= set(second.bodies), what="second batch")
-            await asyncio.sleep(0.5)
         finally:
             await c2.shutdown()
-        assert not (before & set(second.bodies)), "messages consumed before the restart came again"
+        # Each queue is pulled in order from the committed offset: a "before" message would have come ahead
+        # of the "after" ones in its queue.
+        assert sorted(second.bodies) == sorted(after), "messages consumed before the restart came again"
 
 
 async def test_send_back_falls_back_to_resending_through_the_retry_topic(
@@ -329,13 +393,15 @@ async def test_subscribe_after_start_and_tag_filtering(namesrv: ServerProcess, b
             await eventually(
                 lambda: any(mq.topic == second for mq in c.assigned_queues()), what="second topic"
             )
-            for tag in ("red", "green", "blue"):
-                await producer.send(Message.create(second, f"{tag}-msg", tags=tag))
+            # One queue, green first: once red and blue (behind it) were consumed, green's offset has been
+            # passed, so its absence is a fact, not a matter of waiting long enough.
+            queue = MessageQueue(second, "broker-a", 0)
+            for tag in ("green", "red", "blue"):
+                await producer.send(Message.create(second, f"{tag}-msg", tags=tag), queue=queue)
             await eventually(lambda: {b"red-msg", b"blue-msg"} <= set(rec.bodies), what="matching tags")
-            await asyncio.sleep(0.3)
         finally:
             await c.shutdown()
-        assert b"green-msg" not in rec.bodies
+        assert [b for b in rec.bodies if b.endswith(b"-msg")] == [b"red-msg", b"blue-msg"]
 
 
 async def test_admin_offset_reset_reaches_the_consumer(namesrv: ServerProcess, broker: ServerProcess) -> None:

@@ -77,9 +77,11 @@ class Recorder:
     def __init__(self, gate: asyncio.Event | None = None) -> None:
         self.bodies: list[bytes] = []
         self.gate = gate
+        self.parked: set[tuple[str, int]] = set()  # (broker, queue id) of deliveries waiting at the gate
 
     async def __call__(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeStatus:
-        if self.gate is not None:
+        if self.gate is not None and not self.gate.is_set():
+            self.parked |= {(ctx.message_queue.broker_name, ctx.message_queue.queue_id) for _ in msgs}
             await self.gate.wait()
         self.bodies += [m.body for m in msgs]
         return ConsumeStatus.CONSUME_SUCCESS

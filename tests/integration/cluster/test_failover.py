@@ -65,8 +65,10 @@ async def test_master_down_consumers_read_the_slave_and_producers_use_the_other_
 
             await eventually(replicated, what="broker-a's slave to have everything")
             await consumer.start()
-            await asyncio.sleep(1.0)  # it takes its queues and pulls one message per queue, then waits
-            assert len(recorder.bodies) == 0
+            # It takes every queue and has one delivery per queue parked at the gate; the rest stays on
+            # the brokers (pull_threshold_for_queue=1), to be read from broker-a's slave after the kill.
+            every_queue = {(b, q) for b in ("broker-a", "broker-b") for q in range(4)}
+            await eventually(lambda: recorder.parked == every_queue, what="a parked delivery on every queue")
             a_master.kill()
 
             # The nameservers drop the dead master (its connections closed) but keep its slave.

@@ -143,6 +143,55 @@ async def test_slave_follows_a_master_that_moved(stores: tuple[MessageStore, Mes
     assert commit_log_bytes(slave) == commit_log_bytes(master)
 
 
+class CountingProxy:
+    """A TCP relay in front of the master's HA port: counts the connections it relays and the bytes the
+    master sends, so a refusal is observed (the master hung up and the slave came back) instead of
+    inferred from silence after a sleep."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.connections = 0
+        self.closed_by_master = 0
+        self.master_bytes = 0
+        self.writers: list[asyncio.StreamWriter] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> CountingProxy:
+        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return self
+
+    @property
+    def address(self) -> str:
+        assert self.server is not None
+        return f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _relay(self, s_reader: asyncio.StreamReader, s_writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        host, _, port = self.target.rpartition(":")
+        m_reader, m_writer = await asyncio.open_connection(host, int(port))
+        self.writers += [s_writer, m_writer]
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, from_master: bool) -> None:
+            with contextlib.suppress(ConnectionError):
+                while data := await src.read(65536):
+                    if from_master:
+                        self.master_bytes += len(data)
+                    dst.write(data)
+                    await dst.drain()
+            if from_master:
+                self.closed_by_master += 1
+            dst.close()
+
+        await asyncio.gather(pump(s_reader, m_writer, False), pump(m_reader, s_writer, True))
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for w in self.writers:
+            w.close()
+        await self.server.wait_closed()
+
+
 async def test_master_refuses_a_slave_that_is_ahead_of_it(tmp_path: Path) -> None:
     master = open_store(tmp_path / "m")
     stranger = open_store(tmp_path / "s")  # written to directly, so not in the slave role
@@ -150,11 +199,19 @@ async def test_master_refuses_a_slave_that_is_ahead_of_it(tmp_path: Path) -> Non
         put_many(master, 0, 2)
         put_many(stranger, 0, 20)  # a log longer than the master's: not a copy of it
         before = commit_log_bytes(stranger)
-        async with master_service(master) as ha, slave_client(stranger, ha.address) as client:
-            await asyncio.sleep(0.5)
-            assert ha.connected_slaves == 0
+        async with (
+            master_service(master) as ha,
+            CountingProxy(ha.address) as proxy,
+            slave_client(stranger, proxy.address) as client,
+        ):
+            # The event: the master hung up on the slave's report, and the slave came back to be refused
+            # again.
+            await eventually(
+                lambda: proxy.closed_by_master >= 2 and proxy.connections >= 2, what="two refusals"
+            )
+            assert proxy.master_bytes == 0  # not one transfer (nor heartbeat) was sent to it
             assert ha.slave_ack_offset == 0
-            assert client.master_address == ha.address
+            assert client.master_address == proxy.address
         assert commit_log_bytes(stranger) == before
     finally:
         stranger.shutdown()

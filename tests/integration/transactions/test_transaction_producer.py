@@ -19,6 +19,11 @@ from orbitmq.client.transaction_producer import (
 )
 from orbitmq.testing import ServerProcess, start_serve
 
+# The broker's bookkeeping (fact sheet: transactions): half messages in queue 0 of the half topic, and one
+# op record (tag "d", body = the half's queue offset) per transaction the broker ended.
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
@@ -87,22 +92,36 @@ class Reader:
             self.serve.broker_addr, topic, read_queue_nums=1, write_queue_nums=1
         )
 
+    async def messages(self, topic: str) -> list[MessageExt]:
+        out: list[MessageExt] = []
+        while True:
+            result = await self.instance.api.pull_message(
+                self.serve.broker_addr,
+                group="tx-reader",
+                mq=MessageQueue(topic, "broker-a", 0),
+                offset=len(out),
+                max_nums=32,
+                sys_flag=FLAG_SUBSCRIPTION,
+                commit_offset=0,
+                suspend_timeout_ms=0,
+                subscription="*",
+                sub_version=0,
+                expression_type="TAG",
+                timeout=5.0,
+            )
+            if not result.messages:
+                return out
+            out += result.messages
+
     async def bodies(self, topic: str) -> list[bytes]:
-        result = await self.instance.api.pull_message(
-            self.serve.broker_addr,
-            group="tx-reader",
-            mq=MessageQueue(topic, "broker-a", 0),
-            offset=0,
-            max_nums=32,
-            sys_flag=FLAG_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_ms=0,
-            subscription="*",
-            sub_version=0,
-            expression_type="TAG",
-            timeout=5.0,
-        )
-        return [m.body for m in result.messages]
+        return [m.body for m in await self.messages(topic)]
+
+    async def ended(self, msg_id: str) -> bool:
+        """The broker ended (committed or rolled back) a half message of this transaction: an op record
+        names one of its half offsets (a check-back re-parks the half under a new offset)."""
+        halves = {m.queue_offset for m in await self.messages(HALF_TOPIC) if m.unique_id == msg_id}
+        ops = {int(m.body) for m in await self.messages(OP_HALF_TOPIC) if m.tags == "d"}
+        return bool(halves & ops)
 
     async def close(self) -> None:
         await self.instance.shutdown()
@@ -132,17 +151,31 @@ async def test_commit_makes_the_message_visible(serve: ServerProcess, reader: Re
         assert listener.checked == []
 
 
+class ByBody(Listener):
+    """Executes each transaction with the state mapped to its body."""
+
+    def __init__(self, execute: dict[bytes, LocalTransactionState], check: LocalTransactionState) -> None:
+        super().__init__(UNKNOW, check)
+        self.by_body = execute
+
+    async def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        self.executed.append((msg.body, arg))
+        return self.by_body[msg.body]
+
+
 async def test_rollback_never_shows_and_is_never_checked(serve: ServerProcess, reader: Reader) -> None:
     await reader.create_topic("TxRollback")
-    listener = Listener(ROLLBACK, COMMIT)
+    # "pending" (UNKNOW, sent after the rollback) is the positive control: once it has been checked, the
+    # check service has scanned past the rolled-back half, which must not have been asked about.
+    listener = ByBody({b"cancelled": ROLLBACK, b"pending": UNKNOW}, COMMIT)
     async with TransactionProducer("tx-rollback", config=config(serve), listener=listener) as producer:
         result = await send(producer, "TxRollback", b"cancelled")
         assert result.local_transaction_state is ROLLBACK
-        await send_commit_marker(serve, "TxRollback")
-        await eventually(lambda: _has(reader, "TxRollback", [b"marker"]), what="the marker")
-        await asyncio.sleep(2.0)  # several check intervals past the transaction timeout
-        assert await reader.bodies("TxRollback") == [b"marker"]
-        assert listener.checked == []
+        await eventually(lambda: reader.ended(result.msg_id), what="the broker's op record of the rollback")
+        await send(producer, "TxRollback", b"pending")
+        await eventually(lambda: _has(reader, "TxRollback", [b"pending"]), what="the check-back of pending")
+        assert [m.body for m in listener.checked] == [b"pending"]
+        assert await reader.bodies("TxRollback") == [b"pending"]
 
 
 async def test_unknown_is_resolved_by_the_check_back(serve: ServerProcess, reader: Reader) -> None:
@@ -166,9 +199,11 @@ async def test_local_transaction_that_raises_is_checked_later(serve: ServerProce
         result = await send(producer, "TxRaises", b"broken")
         assert result.local_transaction_state is UNKNOW
         await eventually(lambda: len(listener.checked) >= 1, what="the check-back")
+        # The check answered ROLLBACK: the broker ended the transaction (op record) without committing.
+        await eventually(lambda: reader.ended(result.msg_id), what="the op record of the rollback")
         await send_commit_marker(serve, "TxRaises")
         await eventually(lambda: _has(reader, "TxRaises", [b"marker"]), what="the marker")
-        assert await reader.bodies("TxRaises") == [b"marker"]  # the check answered ROLLBACK
+        assert await reader.bodies("TxRaises") == [b"marker"]
 
 
 async def test_producer_restarted_while_unknown(serve: ServerProcess, reader: Reader) -> None:
@@ -213,9 +248,27 @@ def test_blocking_facade_with_plain_function_listener(serve: ServerProcess) -> N
         def check_local_transaction(self, msg: MessageExt) -> blocking.LocalTransactionState:
             return blocking.LocalTransactionState.ROLLBACK_MESSAGE
 
+    async def create_topic() -> None:
+        r = Reader(serve)
+        try:
+            await r.create_topic("TxBlocking")
+        finally:
+            await r.close()
+
+    asyncio.run(create_topic())
     listener = Plain()
     with blocking.TransactionProducer("tx-blocking", config=config(serve), listener=listener) as producer:
         result = producer.send_message_in_transaction(Message("TxBlocking", b"sync-world"), "arg")
     assert isinstance(result, blocking.TransactionSendResult)
     assert result.local_transaction_state is blocking.LocalTransactionState.COMMIT_MESSAGE
     assert listener.executed == [b"sync-world"]
+
+    async def committed_on_the_broker() -> None:
+        r = Reader(serve)
+        try:
+            await eventually(lambda: _has(r, "TxBlocking", [b"sync-world"]), what="the committed message")
+            assert await r.ended(result.msg_id)
+        finally:
+            await r.close()
+
+    asyncio.run(committed_on_the_broker())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import AsyncIterator
 
@@ -150,6 +151,26 @@ async def test_unknown_code_gets_request_code_not_supported(harness: Harness) ->
     resp = await harness.client.invoke(harness.server.address, RemotingCommand.request(9999), timeout=5)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED == 3
     assert resp.remark == " request type 9999 not supported"
+
+
+async def test_unknown_code_is_logged_at_info_once_per_code_and_client(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="orbitmq")
+    for code in (9998, 9998, 9998, 9997):
+        resp = await harness.client.invoke(harness.server.address, RemotingCommand.request(code), timeout=5)
+        assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    info = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.INFO and "not supported" in r.getMessage()
+    ]
+    assert len([m for m in info if "9998" in m]) == 1
+    assert len([m for m in info if "9997" in m]) == 1
+    debug = [
+        r for r in caplog.records if r.levelno == logging.DEBUG and "9998 not supported" in r.getMessage()
+    ]
+    assert len(debug) == 2  # the repeats are still visible at DEBUG
 
 
 async def test_processor_exception_gets_system_error_with_the_text(harness: Harness) -> None:

@@ -62,6 +62,8 @@ def test_specific_offsets_and_timestamps() -> None:
         (True, {"topic": "t", "maxOffsetsPerTrigger": "ten"}, "must be an integer"),
         (False, {"topic": "t", "failOnDataLoss": "maybe"}, "must be true or false"),
         (False, {"topic": "t", "path": "/x"}, "takes no path"),
+        (False, {"topic": "t", "sqlFilter": "a >"}, "option 'sqlFilter': Invalid MessageSelector"),
+        (False, {"topic": "t", "sqlFilter": "a > 1", "tags": "A"}, "exclude each other"),
     ],
 )
 def test_errors_say_what_is_wrong(streaming: bool, options: dict[str, str], message: str) -> None:

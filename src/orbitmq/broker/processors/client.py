@@ -9,6 +9,7 @@ config and their `%RETRY%group` topic, and answers SUCCESS with the broker's ver
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -16,6 +17,7 @@ import orjson
 from orbitmq.broker.client_registry import ClientChannelInfo, Subscription
 from orbitmq.broker.config_files import load_json
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.sql_filter import check_filter_supported, compile_expression, is_tag_type
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, retry_topic
 from orbitmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -24,6 +26,9 @@ from orbitmq.transport.connection import Connection
 if TYPE_CHECKING:
     from orbitmq.broker.app import BrokerApp
     from orbitmq.transport.server import RemotingServer
+
+
+log = logging.getLogger("orbitmq.broker")
 
 
 def language_name(code: int) -> str:
@@ -125,6 +130,37 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
         return success(body=orjson.dumps({"consumerIdList": ids}))
 
     async def check_client_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """A consumer starting with a SQL92 subscription asks whether this broker can filter by it
+        (ClientManageProcessor.checkClientConfig): refused when property filtering is off, or with
+        the parser's reason when the expression does not compile."""
+        if not request.body_length:
+            return success()
+        try:
+            data = load_json(request.body_bytes())
+        except ValueError as exc:
+            raise BadRequest(
+                ResponseCode.SYSTEM_ERROR, f"CheckClientRequestBody is not JSON: {exc}"
+            ) from None
+        sub = data.get("subscriptionData") if isinstance(data, dict) else None
+        if not isinstance(sub, dict):
+            return success()
+        expression_type = sub.get("expressionType")
+        expression_type = expression_type if isinstance(expression_type, str) else None
+        if is_tag_type(expression_type):
+            return success()
+        assert expression_type is not None
+        try:
+            check_filter_supported(app.config, expression_type)
+            sub_string = sub.get("subString")
+            compile_expression(app.config, expression_type, sub_string if isinstance(sub_string, str) else "")
+        except BadRequest as bad:
+            log.warning(
+                "client %s of group %s refused at CHECK_CLIENT_CONFIG: %s",
+                data.get("clientId"),
+                data.get("group"),
+                bad.remark,
+            )
+            raise
         return success()
 
     async def consumer_connections(conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -20,6 +20,7 @@ import orjson
 from orbitmq.broker.client_registry import Subscription, parse_subscription
 from orbitmq.broker.long_polling import HeldPull
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded
+from orbitmq.broker.sql_filter import apply_selector, check_filter_supported, selector_for
 from orbitmq.broker.topics import OFFSET_MOVED_EVENT, is_readable
 from orbitmq.message import properties as P
 from orbitmq.message.hashing import java_string_hash
@@ -134,6 +135,7 @@ def process_pull(
             sub_version=sub_version,
             broadcast_allowed=group_cfg.consume_broadcast_enable,
         )
+        selector = selector_for(config, subscription)  # SQL92 only; raises on a bad expression
     except BadRequest as bad:
         return _pull_response(bad.code, bad.remark, queue_offset, 0, 0)
 
@@ -142,6 +144,8 @@ def process_pull(
         message_filter = subscription.matches_tags_code
     store = app.store
     result = store.get_messages(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
+    if selector is not None:
+        result = apply_selector(result, selector)
     status = result.status.name
     next_offset = result.next_begin_offset
     if status == "FOUND":
@@ -270,11 +274,7 @@ def _subscription(
     sub_version: int,
     broadcast_allowed: bool,
 ) -> Subscription | None:
-    if expression_type.upper() != "TAG" and not app.config.enable_property_filter:
-        raise BadRequest(
-            ResponseCode.SYSTEM_ERROR,
-            f"The broker does not support consumer to filter message by {expression_type}",
-        )
+    check_filter_supported(app.config, expression_type)
     if sys_flag & FLAG_SUBSCRIPTION:
         try:
             return parse_subscription(topic, expression, expression_type, sub_version, java_string_hash)
