@@ -126,12 +126,18 @@ class BrokerCollector(Collector):
         queue_lag = GaugeMetricFamily(
             "orbitmq_consumer_lag", "Messages behind, per queue", labels=[*group_labels, "queueid"]
         )
+        delay = GaugeMetricFamily(
+            "rocketmq_group_get_latency_by_storetime",
+            "Age in ms of the oldest message the group has not consumed (0 when caught up)",
+            labels=group_labels,
+        )
+        now_ms = app.clock.now_ms()
         for key, table in list(app.offsets.table.items()):
             topic, _, group = key.partition("@")
             tc = app.topics.select(topic)
             if tc is None:
                 continue
-            committed_sum = lag_sum = 0
+            committed_sum = lag_sum = oldest_ms = 0
             for q in range(tc.write_queue_nums):
                 max_offset = store.get_max_offset_in_queue(topic, q)
                 committed = max(table.get(q, 0), 0)
@@ -139,9 +145,14 @@ class BrokerCollector(Collector):
                 committed_sum += committed
                 lag_sum += lag
                 queue_lag.add_metric([*ids, topic, group, str(q)], lag)
+                if lag:
+                    stored = store.get_message_store_timestamp(topic, q, committed)
+                    if stored > 0:
+                        oldest_ms = max(oldest_ms, now_ms - stored)
             consumer_offset.add_metric([*ids, topic, group], committed_sum)
             diff.add_metric([*ids, topic, group], lag_sum)
-        yield from (consumer_offset, diff, queue_lag)
+            delay.add_metric([*ids, topic, group], oldest_ms)
+        yield from (consumer_offset, diff, queue_lag, delay)
 
         backlog = GaugeMetricFamily(
             "orbitmq_delay_backlog", "Delayed messages not yet delivered, per level", labels=[*base, "level"]

@@ -17,7 +17,7 @@ from orbitmq.testing.launch import start_broker, start_namesrv, start_serve
 from orbitmq.testing.metrics import listening_url, scrape, value
 from orbitmq.testing.process import ServerProcess
 
-from .conftest import Raw
+from .conftest import Raw, messages
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,10 @@ async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: S
     )
     assert committed.code == ResponseCode.SUCCESS
 
+    third = messages(await raw.pull("MetT", 0, 2, group="met-probe", max_nums=1))[0]  # oldest unconsumed
+    scraped_from = int(time.time() * 1000)
     after = await asyncio.to_thread(scrape, url)
+    scraped_to = int(time.time() * 1000)
     assert value(after, "orbitmq_topic_put_messages_total", topic="MetT") == 5
     assert value(after, "orbitmq_topic_put_bytes_total", topic="MetT") > 5 * 2
     assert value(after, "rocketmq_producer_tps", topic="MetT") > 0
@@ -57,6 +60,8 @@ async def test_series_move_and_agree_with_admin_requests(raw: Raw, serve_proc: S
     assert value(after, "rocketmq_group_diff", topic="MetT", group="met-g") == 3
     assert value(after, "orbitmq_consumer_lag", topic="MetT", group="met-g", queueid="0") == 3
     assert value(after, "orbitmq_consumer_lag", topic="MetT", group="met-g", queueid="1") == 0
+    age = value(after, "rocketmq_group_get_latency_by_storetime", topic="MetT", group="met-g")
+    assert scraped_from - third.store_timestamp <= age <= scraped_to - third.store_timestamp
     sends = value(after, "orbitmq_requests_total", code="SEND_MESSAGE_V2", response="0")
     assert sends - value(before, "orbitmq_requests_total", code="SEND_MESSAGE_V2", response="0") == 5
     latency_count = value(after, "orbitmq_put_latency_seconds_count")
