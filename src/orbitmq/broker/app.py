@@ -30,10 +30,12 @@ from orbitmq.broker.transaction.service import TransactionalMessageService, Tran
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.name_guard import guard_names
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.message_store import MessageStore
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.limits import server_limits
 from orbitmq.transport.server import RemotingServer
 
 log = logging.getLogger("orbitmq.broker")
@@ -55,7 +57,12 @@ class BrokerApp:
         self.consumers = ConsumerRegistry(self._consumer_ids_changed)
         self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
         self.server = RemotingServer(
-            config.broker_ip1, config.listen_port, name=f"broker {config.broker_name}", clock=clock
+            config.broker_ip1,
+            config.listen_port,
+            name=f"broker {config.broker_name}",
+            clock=clock,
+            limits=server_limits(config),
+            processor_wrapper=guard_names,
         )
         self.outbound = RemotingClient(name=f"broker {config.broker_name} outbound", clock=clock)
         self._store: MessageStore | None = None

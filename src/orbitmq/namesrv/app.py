@@ -17,7 +17,9 @@ from orbitmq.namesrv.housekeeping import BrokerExpiryService
 from orbitmq.namesrv.kv_config import KVConfigManager
 from orbitmq.namesrv.processors import NamesrvProcessors
 from orbitmq.namesrv.route_table import RouteInfoManager
+from orbitmq.protocol.name_guard import guard_names
 from orbitmq.transport import Connection, RemotingServer
+from orbitmq.transport.limits import server_limits
 
 log = logging.getLogger("orbitmq.namesrv")
 
@@ -46,6 +48,8 @@ class NamesrvApp:
             name="namesrv",
             idle_timeout=float(idle) if idle > 0 else None,
             clock=clock,
+            limits=server_limits(self.config),
+            processor_wrapper=guard_names,
         )
         for code, processor in self.processors.table().items():
             self.server.register(code, processor)

@@ -4,7 +4,9 @@ Read from a `namesrv.conf` (Java properties text) with RocketMQ's camelCase name
 kept (GET_NAMESRV_CONFIG shows them) but have no effect. Two names are orbitmq's own, for tests and
 small deployments: `scanNotActiveBrokerInterval` (ms, RocketMQ hard-codes 10000) and
 `brokerChannelExpiredTime` (ms, RocketMQ hard-codes 120000); `serverChannelMaxIdleTimeSeconds` is
-RocketMQ's NettyServerConfig name.
+RocketMQ's NettyServerConfig name. The per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`,
+`serverMaxExtFields`, `serverMaxConnections`, `serverMaxInflightPerConnection` (transport/limits.py) and
+`registerBrokerMaxInflatedSize` (the most a compressed REGISTER_BROKER body may inflate to) are orbitmq's.
 
 Also holds the Java properties text codec used by GET/UPDATE_NAMESRV_CONFIG bodies and the file.
 This module must not know sockets or request codes.
@@ -44,6 +46,13 @@ class NamesrvConfig:
     scan_not_active_broker_interval_ms: int = 10_000
     broker_channel_expired_time_ms: int = 120_000
     server_channel_max_idle_time_seconds: int = 120
+    # Bounded work per request (transport/limits.py) and the inflated REGISTER_BROKER body.
+    server_max_frame_size: int = 16 * 1024 * 1024
+    server_max_header_size: int = 512 * 1024
+    server_max_ext_fields: int = 1024
+    server_max_connections: int = 4096
+    server_max_inflight_per_connection: int = 4096
+    register_broker_max_inflated_size: int = 64 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {
@@ -57,6 +66,12 @@ class NamesrvConfig:
         "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", int),
         "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", int),
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", int),
+        "serverMaxFrameSize": ("server_max_frame_size", int),
+        "serverMaxHeaderSize": ("server_max_header_size", int),
+        "serverMaxExtFields": ("server_max_ext_fields", int),
+        "serverMaxConnections": ("server_max_connections", int),
+        "serverMaxInflightPerConnection": ("server_max_inflight_per_connection", int),
+        "registerBrokerMaxInflatedSize": ("register_broker_max_inflated_size", int),
     }
 
     @classmethod

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import OrbitError
 from orbitmq.message.hashing import crc32
+from orbitmq.message.validation import topic_problem
 from orbitmq.namesrv import wire
 from orbitmq.namesrv.config import (
     CONFIG_BLACK_LIST,
@@ -159,7 +160,21 @@ class NamesrvProcessors:
         if expected_crc != 0 and crc32(body) != expected_crc:
             log.warning("register from %s: body crc32 does not match %d", conn.remote_address, expected_crc)
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        registration = wire.decode_registration(body, compressed=_flag(ext, "compressed"))
+        registration = wire.decode_registration(
+            body,
+            compressed=_flag(ext, "compressed"),
+            max_inflated=self.config.register_broker_max_inflated_size,
+        )
+        illegal = [t for t in registration.topic_configs if topic_problem(t) is not None]
+        for topic in illegal:  # names are checked wherever they enter; a route table is no exception
+            del registration.topic_configs[topic]
+        if illegal:
+            log.warning(
+                "register from %s: %d illegal topic name(s) ignored, e.g. %r",
+                conn.remote_address,
+                len(illegal),
+                illegal[0][:64],
+            )
         result = self.route.register_broker(
             cluster_name=cluster_name,
             broker_addr=broker_addr,

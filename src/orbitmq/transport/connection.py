@@ -23,7 +23,13 @@ from typing import TypeAlias, cast
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
-from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command, next_opaque
+from orbitmq.protocol.command import (
+    DEFAULT_MAX_EXT_FIELDS,
+    RemotingCommand,
+    decode_command,
+    encode_command,
+    next_opaque,
+)
 from orbitmq.protocol.frames import FrameDecoder
 
 log = logging.getLogger("orbitmq.transport")
@@ -61,6 +67,8 @@ class Connection(asyncio.Protocol):
         name: str = "connection",
         clock: Clock = SYSTEM_CLOCK,
         on_open: Callable[[Connection], None] | None = None,
+        max_header_size: int | None = None,
+        max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
     ) -> None:
         self.name = name
         self._on_open = on_open
@@ -71,7 +79,10 @@ class Connection(asyncio.Protocol):
         # Free for processors: e.g. the broker keeps the client id and groups of this channel here.
         self.state: dict[str, object] = {}
         self._request_handler = request_handler
-        self._decoder = FrameDecoder(max_frame_size)
+        self._decoder = FrameDecoder(max_frame_size, max_header_size or max_frame_size)
+        self._max_ext_fields = max_ext_fields
+        # Requests of this connection whose processor is still running (counted by the dispatcher).
+        self.inflight = 0
         self._clock = clock
         self.last_activity = clock.monotonic()
         self._transport: asyncio.Transport | None = None
@@ -103,7 +114,8 @@ class Connection(asyncio.Protocol):
         self.last_activity = self._clock.monotonic()
         try:
             frames = self._decoder.feed(data)
-            commands = [decode_command(frame) for frame in frames]
+            max_ext = self._max_ext_fields
+            commands = [decode_command(frame, max_ext) for frame in frames]
         except RemoteProtocolError as exc:
             self._protocol_error(str(exc))
             return

@@ -56,9 +56,12 @@ class _Route:
 class Dispatcher:
     """Routes inbound requests of many connections to processors; owns the tasks it starts."""
 
-    def __init__(self, *, name: str, max_pending_per_code: int = 10000) -> None:
+    def __init__(
+        self, *, name: str, max_pending_per_code: int = 10000, max_inflight_per_connection: int = 1 << 30
+    ) -> None:
         self.name = name
         self.max_pending_per_code = max_pending_per_code
+        self.max_inflight_per_connection = max_inflight_per_connection
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -86,7 +89,7 @@ class Dispatcher:
                 )
                 conn.send(answer.response_to(request))
             return
-        if route.pending >= route.limit:
+        if route.pending >= route.limit or conn.inflight >= self.max_inflight_per_connection:
             if not request.is_oneway:
                 busy = RemotingCommand.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
                 conn.send(busy.response_to(request))
@@ -110,7 +113,8 @@ class Dispatcher:
             route.pending -= 1
             raise
         # The processor is waiting for something: the rest of it runs in a Task.
-        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded)))
+        conn.inflight += 1
+        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), counted=True))
 
     def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -147,6 +151,8 @@ class Dispatcher:
         conn: Connection,
         request: RemotingCommand,
         awaitable: Awaitable[RemotingCommand | None],
+        *,
+        counted: bool = False,
     ) -> None:
         try:
             response = await awaitable
@@ -156,6 +162,8 @@ class Dispatcher:
             response = self._failure(request, exc)
         finally:
             route.pending -= 1
+            if counted:
+                conn.inflight -= 1
         if response is None or request.is_oneway or conn.closed:
             return
         response.response_to(request)
