@@ -145,6 +145,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
                 "brokerRole": app.config.broker_role,
                 "heldPullRequests": str(app.hold.held_count if app.hold else 0),
                 "scheduleMessageDelivered": str(app.schedule.delivered),
+                "scheduleMessageSkipped": str(app.schedule.skipped),
             }
         )
         return success(body=orjson.dumps({"table": table}))
