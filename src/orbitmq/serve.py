@@ -82,6 +82,9 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     # One conf for both: the per-request bounds (serverMax*) hold for the embedded nameserver too.
     for attr in LIMIT_KEYS.values():
         setattr(namesrv_config, "server_" + attr, getattr(broker_config, "server_" + attr))
+    inflated = broker_config.extra.get("registerBrokerMaxInflatedSize")
+    if inflated is not None:
+        namesrv_config.update({"registerBrokerMaxInflatedSize": inflated})
     namesrv = NamesrvApp(namesrv_config, host="127.0.0.1")
     await namesrv.start()
     broker_config.namesrv_addr = namesrv.address

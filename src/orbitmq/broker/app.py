@@ -264,6 +264,7 @@ class BrokerApp:
     def _wake_held_pull(self, held: Any) -> None:
         from orbitmq.broker.processors.pull import answer_held_pull
 
+        held.conn.inflight -= 1  # counted when held (serverMaxInflightPerConnection)
         self.spawn_side_task(answer_held_pull(self, held))
 
     def _topic_created(self, tc: TopicConfig) -> None:
