@@ -43,6 +43,8 @@ def inflate_bounded(data: bytes | bytearray | memoryview, max_size: int) -> byte
     inflater = zlib.decompressobj()
     out = inflater.decompress(data, max_size + 1)
     if len(out) > max_size or inflater.unconsumed_tail:
+        # Free the output before raising: the traceback keeps this frame (and its locals) alive.
+        del out, inflater
         raise InflateLimitError(f"inflates to more than {max_size} bytes")
     if not inflater.eof:
         raise zlib.error("incomplete or truncated zlib stream")

@@ -52,7 +52,7 @@ class NamesrvConfig:
     server_max_ext_fields: int = 1024
     server_max_connections: int = 4096
     server_max_inflight_per_connection: int = 4096
-    register_broker_max_inflated_size: int = 64 * 1024 * 1024
+    register_broker_max_inflated_size: int = 32 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     _NAMES: ClassVar[dict[str, tuple[str, Callable[[str], object]]]] = {

@@ -10,6 +10,7 @@ This module must not know how connections are accepted or how the tables expire 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -32,6 +33,9 @@ from orbitmq.protocol.java_values import parse_boolean, parse_int, parse_long
 from orbitmq.transport import Connection, Processor
 
 log = logging.getLogger("orbitmq.namesrv")
+
+# REGISTER_BROKER bodies larger than this (or compressed) are decoded on a worker thread.
+INLINE_DECODE_MAX = 256 * 1024
 
 # GET_ROUTEINFO_BY_TOPIC answers standard JSON from this requester version (V4_9_4) on.
 STANDARD_JSON_VERSION = 401
@@ -92,6 +96,7 @@ class NamesrvProcessors:
         self.kv = kv
         self.config = config
         self.clock = clock
+        self._decode_slot = asyncio.Semaphore(1)
 
     def table(self) -> dict[int, Processor]:
         return {
@@ -160,11 +165,17 @@ class NamesrvProcessors:
         if expected_crc != 0 and crc32(body) != expected_crc:
             log.warning("register from %s: body crc32 does not match %d", conn.remote_address, expected_crc)
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        registration = wire.decode_registration(
-            body,
-            compressed=_flag(ext, "compressed"),
-            max_inflated=self.config.register_broker_max_inflated_size,
-        )
+        compressed = _flag(ext, "compressed")
+        max_inflated = self.config.register_broker_max_inflated_size
+        if compressed or len(body) > INLINE_DECODE_MAX:
+            # Inflating (up to registerBrokerMaxInflatedSize) takes a while: on a thread, one at a time,
+            # so route queries keep being answered meanwhile (zlib releases the GIL).
+            async with self._decode_slot:
+                registration = await asyncio.to_thread(
+                    wire.decode_registration, bytes(body), compressed=compressed, max_inflated=max_inflated
+                )
+        else:
+            registration = wire.decode_registration(body, compressed=False)
         illegal = [t for t in registration.topic_configs if topic_problem(t) is not None]
         for topic in illegal:  # names are checked wherever they enter; a route table is no exception
             del registration.topic_configs[topic]

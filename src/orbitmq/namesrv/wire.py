@@ -177,7 +177,7 @@ def _wrapper(obj: Any) -> tuple[DataVersion, dict[str, TopicConfigEntry]]:
     return decode_data_version(obj.get("dataVersion")), configs
 
 
-DEFAULT_MAX_INFLATED_SIZE = 64 * 1024 * 1024
+DEFAULT_MAX_INFLATED_SIZE = 32 * 1024 * 1024
 
 
 def decode_registration(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TypeAlias, cast
 
@@ -35,6 +36,7 @@ from orbitmq.protocol.frames import FrameDecoder
 log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
@@ -122,11 +124,17 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a header the decoder could not make sense of
             self._protocol_error(f"undecodable command: {exc!r}")
             return
+        self._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
         # Answers produced while handling this chunk (processors run inline) leave in one writelines
         # at its end, instead of one loop iteration later.
         self._receiving = True
+        # One connection gets about TURN_BUDGET of the loop per turn: a chunk packed with costly requests
+        # must not make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
+        deadline = time.perf_counter() + TURN_BUDGET if len(commands) > 1 else 0.0
         try:
-            for cmd in commands:
+            for i, cmd in enumerate(commands):
                 if cmd.is_response:
                     self._complete(cmd)
                 elif self._request_handler is not None:
@@ -138,7 +146,13 @@ class Connection(asyncio.Protocol):
                         cmd.code,
                         self.remote_address,
                     )
-                if self._transport is None:  # a handler closed us
+                transport = self._transport
+                if transport is None:  # a handler closed us
+                    return
+                if deadline and i + 1 < len(commands) and time.perf_counter() > deadline:
+                    # The rest waits for the next turn; reading pauses meanwhile (order kept, no pile-up).
+                    transport.pause_reading()
+                    asyncio.get_running_loop().call_soon(self._handle_rest, commands[i + 1 :])
                     return
         finally:
             self._receiving = False
@@ -146,6 +160,13 @@ class Connection(asyncio.Protocol):
                 if self._flush_handle is not None:
                     self._flush_handle.cancel()
                 self._flush()
+
+    def _handle_rest(self, commands: list[RemotingCommand]) -> None:
+        transport = self._transport
+        if transport is None or self.closed:
+            return
+        transport.resume_reading()
+        self._handle(commands)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -156,6 +177,9 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self._transport = None
         self._out = []
+        # A closed connection may live on in reference cycles until the cyclic GC runs: drop a partial
+        # frame now (a hostile peer leaves up to serverMaxFrameSize of it).
+        self._decoder = FrameDecoder(0, 0)
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from orbitmq.protocol.codes import RequestCode, ResponseCode
-from orbitmq.protocol.command import RemotingCommand, SerializeType, decode_command, encode_command_bytes
+from orbitmq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from orbitmq.testing.launch import start_serve
 from orbitmq.testing.process import ServerProcess

@@ -10,8 +10,8 @@ import pytest
 
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.compression import InflateLimitError, inflate_bounded
-from orbitmq.protocol.codes import RequestCode
-from orbitmq.protocol.command import RemotingCommand, SerializeType, decode_command, encode_command_bytes
+from orbitmq.protocol.codes import RequestCode, SerializeType
+from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
 
 
