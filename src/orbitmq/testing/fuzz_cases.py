@@ -318,7 +318,13 @@ class CaseMaker:
             _request(RequestCode.SEND_MESSAGE_V2, send, b"fuzz"),
             _request(RequestCode.PULL_MESSAGE, pull),
             _request(
-                RequestCode.CONSUMER_SEND_MSG_BACK, {"offset": "0", "group": self.name(), "delayLevel": "1"}
+                RequestCode.CONSUMER_SEND_MSG_BACK,
+                # the DLQ/retry topic is built from the group: the classic way out of the store
+                {
+                    "offset": "0",
+                    "group": self.rng.choice(HOSTILE_NAMES),
+                    "delayLevel": self.rng.choice(("-1", "1")),
+                },
             ),
             _request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}),
         ]
