@@ -34,8 +34,8 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 
 # Names already found valid (bounded: cleared when full, so a flood of distinct names costs memory once).
 _VALID_NAMES_MAX: Final = 65536
-_valid_topics: set[str] = set()
-_valid_groups: set[str] = set()
+valid_topics: set[str] = set()
+valid_groups: set[str] = set()
 
 
 def _illegal_chars(name: str) -> bool:
@@ -53,7 +53,7 @@ def _remember(cache: set[str], name: str) -> None:
 def topic_problem(name: str) -> str | None:
     """None if `name` is a legal topic name, else RocketMQ's remark (TopicValidator.validateTopic: the
     broker answers it with SYSTEM_ERROR). Checked once per distinct valid name."""
-    if name in _valid_topics:
+    if name in valid_topics:
         return None
     if not name or not name.strip():
         return "The specified topic is blank."
@@ -61,14 +61,14 @@ def topic_problem(name: str) -> str | None:
         return "The specified topic is longer than topic max length."
     if _illegal_chars(name):
         return f"The specified topic contains illegal characters, allowing only {VALID_PATTERN_STR}"
-    _remember(_valid_topics, name)
+    _remember(valid_topics, name)
     return None
 
 
 def group_problem(name: str) -> str | None:
     """None if `name` is a legal group name, else the client Validators.checkGroup remark (RocketMQ's
     broker does not check groups; orbitmq does, since it builds %RETRY%/%DLQ% topics from them)."""
-    if name in _valid_groups:
+    if name in valid_groups:
         return None
     if not name or not name.strip():
         return "the specified group is blank"
@@ -79,7 +79,7 @@ def group_problem(name: str) -> str | None:
             f"the specified group[{name[:GROUP_MAX_LENGTH]!r}] contains illegal characters, "
             f"allowing only {VALID_PATTERN_STR}"
         )
-    _remember(_valid_groups, name)
+    _remember(valid_groups, name)
     return None
 
 
