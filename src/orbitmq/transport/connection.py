@@ -17,6 +17,7 @@ This module must not know request codes or what processors do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -85,6 +86,8 @@ class Connection(asyncio.Protocol):
         self._max_ext_fields = max_ext_fields
         # Requests of this connection whose processor is still running (counted by the dispatcher).
         self.inflight = 0
+        # Commands left for the next loop turn once this connection used its TURN_BUDGET.
+        self._backlog: list[RemotingCommand] | None = None
         self._clock = clock
         self.last_activity = clock.monotonic()
         self._transport: asyncio.Transport | None = None
@@ -124,6 +127,9 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a header the decoder could not make sense of
             self._protocol_error(f"undecodable command: {exc!r}")
             return
+        if self._backlog is not None:  # earlier commands wait for the next turn: keep the order
+            self._backlog.extend(commands)
+            return
         self._handle(commands)
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
@@ -150,9 +156,11 @@ class Connection(asyncio.Protocol):
                 if transport is None:  # a handler closed us
                     return
                 if deadline and i + 1 < len(commands) and time.perf_counter() > deadline:
-                    # The rest waits for the next turn; reading pauses meanwhile (order kept, no pile-up).
-                    transport.pause_reading()
-                    asyncio.get_running_loop().call_soon(self._handle_rest, commands[i + 1 :])
+                    # The rest waits for the next turn; reading pauses meanwhile (no pile-up).
+                    self._backlog = commands[i + 1 :]
+                    with contextlib.suppress(NotImplementedError, RuntimeError):
+                        transport.pause_reading()
+                    asyncio.get_running_loop().call_soon(self._handle_backlog)
                     return
         finally:
             self._receiving = False
@@ -161,11 +169,13 @@ class Connection(asyncio.Protocol):
                     self._flush_handle.cancel()
                 self._flush()
 
-    def _handle_rest(self, commands: list[RemotingCommand]) -> None:
+    def _handle_backlog(self) -> None:
+        commands, self._backlog = self._backlog or [], None
         transport = self._transport
         if transport is None or self.closed:
             return
-        transport.resume_reading()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            transport.resume_reading()
         self._handle(commands)
 
     def eof_received(self) -> bool | None:

@@ -81,9 +81,12 @@ async def test_a_costly_chunk_is_spread_over_loop_turns_in_order() -> None:
     chunk = b"".join(encode_command_bytes(RemotingCommand.request(100 + i)) for i in range(4))
     conn.data_received(chunk)
     assert handled == [100] and transport.paused  # the rest waits; no more reading meanwhile
+    # Bytes already on their way still arrive: they queue behind the waiting commands.
+    conn.data_received(encode_command_bytes(RemotingCommand.request(200)))
+    assert handled == [100]
     for _ in range(10):
         await asyncio.sleep(0)
-    assert handled == [100, 101, 102, 103] and not transport.paused
+    assert handled == [100, 101, 102, 103, 200] and not transport.paused
 
 
 async def test_inflight_requests_per_connection_are_capped() -> None:
