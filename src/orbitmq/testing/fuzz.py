@@ -48,6 +48,7 @@ class FuzzPlan:
     workers: int = 3
     seed: int = 1
     baseline_seconds: float = 2.0
+    admin: bool = True  # include the requests that rewrite config files (topic/group create/delete)
 
 
 @dataclass
@@ -76,6 +77,8 @@ class FuzzReport:
     rss_anon_max_kb: int = 0
     rss_anon_end_kb: int = 0
     server_alive: bool = True
+    # Turns in which one connection held the server's loop > 100 ms (its log says which codes).
+    server_slow_turns: int = 0
     escaped: list[str] = field(default_factory=list)
     p99_limit_ms: float = 50.0
 
@@ -133,7 +136,7 @@ async def _hostile(addrs: dict[str, str], plan: FuzzPlan) -> tuple[int, dict[str
 
     async def worker(index: int) -> None:
         nonlocal sent
-        maker = CaseMaker(plan.seed * 1000 + index)
+        maker = CaseMaker(plan.seed * 1000 + index, admin=plan.admin)
         while time.monotonic() < deadline and sent < plan.max_frames:
             kind, target, frames = maker.next()
             host, port = _split(addrs[target])
@@ -333,6 +336,9 @@ async def _run(serve: ServerProcess, workdir: Path, plan: FuzzPlan) -> FuzzRepor
     report.rss_end_kb = rss_kb(serve.pid)
     report.rss_anon_end_kb = rss_kb(serve.pid, "RssAnon")
     report.server_alive = serve.is_running()
+    with contextlib.suppress(OSError):
+        log_text = Path(serve.stderr_path).read_text(encoding="utf-8", errors="replace")
+        report.server_slow_turns = log_text.count("held the loop")
     report.escaped = escaped_files(workdir)
     return report
 
@@ -344,6 +350,7 @@ def run_fuzz(
     workers: int = 3,
     seed: int = 1,
     baseline_seconds: float = 2.0,
+    admin: bool = True,
     workdir: Path | None = None,
 ) -> FuzzReport:
     """Start `orbitmq serve`, fuzz it, stop it; the report (see `FuzzReport.problems`)."""
@@ -354,7 +361,7 @@ def run_fuzz(
         workdir.mkdir(parents=True, exist_ok=True)
         serve = stack.enter_context(start_serve(workdir))
         return asyncio.run(
-            _run(serve, workdir, FuzzPlan(seconds, max_frames, workers, seed, baseline_seconds))
+            _run(serve, workdir, FuzzPlan(seconds, max_frames, workers, seed, baseline_seconds, admin))
         )
     raise AssertionError("unreachable")
 
@@ -369,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--baseline-seconds", type=float, default=2.0, help="healthy pair alone first")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--no-admin", action="store_true", help="leave out topic/group create and delete (config rewrites)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
     report = run_fuzz(
@@ -377,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         seed=args.seed,
         baseline_seconds=args.baseline_seconds,
+        admin=not args.no_admin,
         workdir=args.workdir,
     )
     text = orjson.dumps(asdict(report), option=orjson.OPT_INDENT_2).decode()

@@ -119,6 +119,15 @@ NAMESRV_CODES = tuple(
     )
 )
 ALL_CODES = tuple(c for c in RequestCode if c not in EXCLUDED_CODES)
+# Admin requests that rewrite config files (topics, groups): the costly ones (see --no-admin).
+ADMIN_WRITE_CODES = frozenset(
+    {
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        RequestCode.DELETE_TOPIC_IN_BROKER,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        RequestCode.DELETE_SUBSCRIPTIONGROUP,
+    }
+)
 
 Case = tuple[str, str, list[bytes]]
 
@@ -138,8 +147,9 @@ def _request(code: int, ext: dict[str, str], body: bytes = b"", *, binary: bool 
 class CaseMaker:
     """Draws hostile cases; `bomb` is a small zlib stream that inflates to `bomb_inflated` bytes."""
 
-    def __init__(self, seed: int, *, bomb_inflated: int = 96 * 1024 * 1024) -> None:
+    def __init__(self, seed: int, *, bomb_inflated: int = 96 * 1024 * 1024, admin: bool = True) -> None:
         self.rng = random.Random(seed)
+        self.codes = ALL_CODES if admin else tuple(c for c in ALL_CODES if c not in ADMIN_WRITE_CODES)
         self.bomb = _bomb(bomb_inflated)
         self._cases: list[tuple[int, Callable[[], Case]]] = [
             (3, self.random_bytes),
@@ -150,7 +160,7 @@ class CaseMaker:
             (2, self.oversized_ext_map),
             (1, self.zlib_bomb),
             (4, self.held_pulls_then_close),
-            (4, self.topic_lifecycle),
+            (4 if admin else 0, self.topic_lifecycle),
             (4, self.heartbeat_and_locks),
         ]
         self._weights = [w for w, _ in self._cases]
@@ -197,7 +207,7 @@ class CaseMaker:
         return "broken framing", self.rng.choice(("broker", "namesrv")), [self.rng.choice(choices)]
 
     def mutated_request(self) -> Case:
-        code = self.rng.choice(ALL_CODES)
+        code = self.rng.choice(self.codes)
         body = b"" if self.rng.random() < 0.6 else self.rng.randbytes(self.rng.randrange(1, 300))
         frame = _request(code, self.ext(), body, binary=self.rng.random() < 0.3)
         return "mutated request", self.target(code), [frame]
@@ -208,7 +218,9 @@ class CaseMaker:
                 RequestCode.HEART_BEAT,
                 RequestCode.LOCK_BATCH_MQ,
                 RequestCode.UNLOCK_BATCH_MQ,
-                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+                if self.codes is ALL_CODES
+                else RequestCode.LOCK_BATCH_MQ,
                 RequestCode.REGISTER_BROKER,
                 RequestCode.QUERY_DATA_VERSION,
                 RequestCode.SEND_BATCH_MESSAGE,

@@ -38,6 +38,7 @@ log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn
+SLOW_TURN = 0.1  # handling that held the loop longer than this is logged
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
@@ -138,9 +139,12 @@ class Connection(asyncio.Protocol):
         self._receiving = True
         # One connection gets about TURN_BUDGET of the loop per turn: a chunk packed with costly requests
         # must not make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
-        deadline = time.perf_counter() + TURN_BUDGET if len(commands) > 1 else 0.0
+        started = time.perf_counter()
+        deadline = started + TURN_BUDGET if len(commands) > 1 else 0.0
+        handled = 0
         try:
             for i, cmd in enumerate(commands):
+                handled = i + 1
                 if cmd.is_response:
                     self._complete(cmd)
                 elif self._request_handler is not None:
@@ -168,6 +172,16 @@ class Connection(asyncio.Protocol):
                 if self._flush_handle is not None:
                     self._flush_handle.cancel()
                 self._flush()
+            elapsed = time.perf_counter() - started
+            if elapsed > SLOW_TURN:  # everyone else on this loop waited that long: say who did it
+                log.warning(
+                    "%s: %d request(s) from %s held the loop for %.0f ms (codes %s)",
+                    self.name,
+                    handled,
+                    self.remote_address,
+                    elapsed * 1000,
+                    sorted({c.code for c in commands[:handled]}),
+                )
 
     def _handle_backlog(self) -> None:
         commands, self._backlog = self._backlog or [], None
