@@ -11,6 +11,8 @@ This module must not know how connections are accepted or how the tables expire 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
 from collections.abc import Mapping
 
@@ -34,8 +36,10 @@ from orbitmq.transport import Connection, Processor
 
 log = logging.getLogger("orbitmq.namesrv")
 
-# REGISTER_BROKER bodies larger than this (or compressed) are decoded on a worker thread.
+# REGISTER_BROKER bodies larger than this (or compressed) are decoded on a worker thread. One thread for
+# the process: one decode at a time, and one malloc arena for its large buffers.
 INLINE_DECODE_MAX = 256 * 1024
+_DECODE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="namesrv-decode")
 
 # GET_ROUTEINFO_BY_TOPIC answers standard JSON from this requester version (V4_9_4) on.
 STANDARD_JSON_VERSION = 401
@@ -96,7 +100,6 @@ class NamesrvProcessors:
         self.kv = kv
         self.config = config
         self.clock = clock
-        self._decode_slot = asyncio.Semaphore(1)
 
     def table(self) -> dict[int, Processor]:
         return {
@@ -168,12 +171,12 @@ class NamesrvProcessors:
         compressed = _flag(ext, "compressed")
         max_inflated = self.config.register_broker_max_inflated_size
         if compressed or len(body) > INLINE_DECODE_MAX:
-            # Inflating (up to registerBrokerMaxInflatedSize) takes a while: on a thread, one at a time,
-            # so route queries keep being answered meanwhile (zlib releases the GIL).
-            async with self._decode_slot:
-                registration = await asyncio.to_thread(
-                    wire.decode_registration, bytes(body), compressed=compressed, max_inflated=max_inflated
-                )
+            # Inflating (up to registerBrokerMaxInflatedSize) takes a while: on the decode thread, so
+            # route queries keep being answered meanwhile (zlib releases the GIL).
+            decode = functools.partial(
+                wire.decode_registration, bytes(body), compressed=compressed, max_inflated=max_inflated
+            )
+            registration = await asyncio.get_running_loop().run_in_executor(_DECODE_THREAD, decode)
         else:
             registration = wire.decode_registration(body, compressed=False)
         illegal = [t for t in registration.topic_configs if topic_problem(t) is not None]
