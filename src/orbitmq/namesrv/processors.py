@@ -100,6 +100,7 @@ class NamesrvProcessors:
         self.kv = kv
         self.config = config
         self.clock = clock
+        self._illegal_logged: dict[str, frozenset[str]] = {}
 
     def table(self) -> dict[int, Processor]:
         return {
@@ -182,10 +183,15 @@ class NamesrvProcessors:
         illegal = [t for t in registration.topic_configs if topic_problem(t) is not None]
         for topic in illegal:  # names are checked wherever they enter; a route table is no exception
             del registration.topic_configs[topic]
-        if illegal:
+        # Brokers re-register every 30 s and on each topic change: say it once per broker and name set.
+        if illegal and self._illegal_logged.get(broker_addr) != frozenset(illegal):
+            if len(self._illegal_logged) >= 1024:
+                self._illegal_logged.clear()
+            self._illegal_logged[broker_addr] = frozenset(illegal)
             log.warning(
-                "register from %s: %d illegal topic name(s) ignored, e.g. %r",
+                "register from %s (%s): %d illegal topic name(s) ignored, e.g. %r",
                 conn.remote_address,
+                broker_addr,
                 len(illegal),
                 illegal[0][:64],
             )

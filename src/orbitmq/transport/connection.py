@@ -33,12 +33,14 @@ from orbitmq.protocol.command import (
     next_opaque,
 )
 from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.transport.log_limit import LogLimiter
 
 log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn
 SLOW_TURN = 0.1  # handling that held the loop longer than this is logged
+_PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
@@ -366,7 +368,11 @@ class Connection(asyncio.Protocol):
             )
 
     def _protocol_error(self, reason: str) -> None:
-        log.warning("%s: closing connection from %s: %s", self.name, self.remote_address, reason)
+        if _PROTOCOL_ERRORS_LOG.allow():
+            suppressed = _PROTOCOL_ERRORS_LOG.take_suppressed()
+            log.warning(
+                "%s: closing connection from %s: %s%s", self.name, self.remote_address, reason, suppressed
+            )
         self.abort(f"protocol error: {reason}")
 
     def _wake_writers(self) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.log_limit import LogLimiter
 
 log = logging.getLogger("orbitmq.transport")
 
@@ -65,6 +66,7 @@ class Dispatcher:
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._failures_log = LogLimiter()
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -122,13 +124,15 @@ class Dispatcher:
         task.add_done_callback(self._tasks.discard)
 
     def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-        log.warning(
-            "%s: processor for code %d failed: %s",
-            self.name,
-            request.code,
-            exception_text(exc),
-            exc_info=log.isEnabledFor(logging.DEBUG),
-        )
+        if self._failures_log.allow():  # a client decides how often this happens
+            log.warning(
+                "%s: processor for code %d failed: %s%s",
+                self.name,
+                request.code,
+                exception_text(exc),
+                self._failures_log.take_suppressed(),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
         return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
 
     def _answer(self, conn: Connection, request: RemotingCommand, response: RemotingCommand | None) -> None:
