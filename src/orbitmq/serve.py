@@ -125,12 +125,19 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     from orbitmq.namesrv.app import NamesrvApp
     from orbitmq.namesrv.config import NamesrvConfig
     from orbitmq.transport import loop
+    from orbitmq.transport.limits import LIMIT_KEYS
 
     namesrv_config = NamesrvConfig()
     namesrv_config.listen_port = args.port
     namesrv_config.kv_config_path = str(
         Path(broker_config.store_path_root_dir).parent / "namesrv" / "kvConfig.json"
     )
+    # One conf for both: the per-request bounds (serverMax*) hold for the embedded nameserver too.
+    for attr in LIMIT_KEYS.values():
+        setattr(namesrv_config, "server_" + attr, getattr(broker_config, "server_" + attr))
+    inflated = broker_config.extra.get("registerBrokerMaxInflatedSize")
+    if inflated is not None:
+        namesrv_config.update({"registerBrokerMaxInflatedSize": inflated})
     namesrv = NamesrvApp(namesrv_config, host="127.0.0.1")
     try:
         await namesrv.start()

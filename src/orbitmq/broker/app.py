@@ -32,11 +32,13 @@ from orbitmq.broker.transaction.service import TransactionalMessageService, Tran
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.name_guard import guard_names
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.message_store import MessageStore
 from orbitmq.store.recovery_progress import RecoveryProgress
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.limits import server_limits
 from orbitmq.transport.server import RemotingServer
 from orbitmq.transport.signing import request_signer
 from orbitmq.transport.tls import TlsClientSettings, TlsServerSettings
@@ -68,6 +70,8 @@ class BrokerApp:
             name=f"broker {config.broker_name}",
             clock=clock,
             tls=TlsServerSettings.from_properties(config.extra),
+            limits=server_limits(config),
+            processor_wrapper=guard_names,
         )
         self.outbound = RemotingClient(
             name=f"broker {config.broker_name} outbound",
@@ -298,6 +302,7 @@ class BrokerApp:
     def _wake_held_pull(self, held: Any) -> None:
         from orbitmq.broker.processors.pull import answer_held_pull
 
+        held.conn.inflight -= 1  # counted when held (serverMaxInflightPerConnection)
         self.spawn_side_task(answer_held_pull(self, held))
 
     def _topic_created(self, tc: TopicConfig) -> None:

@@ -7,7 +7,9 @@ storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchange
 
 A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
 heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
-`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval).
+`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
+and the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxExtFields`,
+`serverMaxConnections`, `serverMaxInflightPerConnection` (see transport/limits.py).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -131,6 +133,12 @@ class BrokerConfig:
     rebalance_lock_max_live_time: int = 60000
     retention_check_interval: int = 10000
     filter_expression_max_depth: int = 100  # nesting bound of a SQL92 selector (protocol/sql92.py)
+    # Bounded work per request (transport/limits.py; orbitmq's own keys).
+    server_max_frame_size: int = 16 * 1024 * 1024
+    server_max_header_size: int = 512 * 1024
+    server_max_ext_fields: int = 1024
+    server_max_connections: int = 4096
+    server_max_inflight_per_connection: int = 4096
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

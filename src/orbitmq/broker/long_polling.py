@@ -51,6 +51,7 @@ class PullRequestHoldService:
         self._clock = clock
         self.table: dict[str, list[HeldPull]] = {}
         self._changed = asyncio.Event()
+        self._next_deadline: float | None = None  # at most the earliest deadline held (may be earlier)
         self._stopped = False
 
     @staticmethod
@@ -66,7 +67,11 @@ class PullRequestHoldService:
             self._wake(held)
             return
         self.table.setdefault(self.key(held.topic, held.queue_id), []).append(held)
-        self._changed.set()
+        # Wake the service loop only when this pull moves the earliest deadline (holding must stay O(1):
+        # a client can hold thousands).
+        if self._next_deadline is None or held.deadline < self._next_deadline:
+            self._next_deadline = held.deadline
+            self._changed.set()
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
@@ -101,6 +106,7 @@ class PullRequestHoldService:
             log.exception("re-processing a held pull for %s@%d failed", h.topic, h.queue_id)
 
     def check_all(self) -> None:
+        self._drop_closed()
         for key in list(self.table):
             topic, _, qid = key.rpartition("@")
             try:
@@ -110,6 +116,17 @@ class PullRequestHoldService:
                 max_offset = 0
             self.notify_message_arriving(topic, int(qid), max_offset, None)
 
+    def _drop_closed(self) -> None:
+        """Forget pulls whose connection is gone: nobody can receive their answer (bounds the memory a
+        client that holds pulls and disconnects can leave behind)."""
+        for key, held in list(self.table.items()):
+            if any(getattr(h.conn, "closed", False) for h in held):
+                kept = [h for h in held if not getattr(h.conn, "closed", False)]
+                if kept:
+                    self.table[key] = kept
+                else:
+                    del self.table[key]
+
     def _earliest_deadline(self) -> float | None:
         deadlines = [h.deadline for held in self.table.values() for h in held]
         return min(deadlines) if deadlines else None
@@ -117,7 +134,7 @@ class PullRequestHoldService:
     async def run(self) -> None:
         """The service loop: wakes at the earliest deadline, or every `check_interval` at the latest."""
         while not self._stopped:
-            earliest = self._earliest_deadline()
+            earliest = self._next_deadline
             timeout = self._check_interval
             if earliest is not None:
                 timeout = max(0.0, min(timeout, earliest - self._clock.monotonic()))
@@ -131,6 +148,7 @@ class PullRequestHoldService:
             except TimeoutError:
                 pass
             self.check_all()
+            self._next_deadline = self._earliest_deadline()  # O(n) once per check, not per hold
 
     def stop(self) -> None:
         """Answer every held pull now (each answers NOT_FOUND unless something arrived)."""

@@ -12,7 +12,6 @@ This module knows nothing of sockets or request codes.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.config_files import dumps, read_json_file, write_file
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.message.validation import topic_problem
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +53,10 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
     }
 )
 
-_VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-TOPIC_MAX_LENGTH = 127
-
 
 def validate_topic_name(topic: str) -> str | None:
-    """None if the name is valid, else the reason (RocketMQ's TopicValidator rules)."""
-    if not topic:
-        return "the specified topic is blank"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return f"the specified topic is longer than topic max length {TOPIC_MAX_LENGTH}"
-    if not _VALID_TOPIC.match(topic):
-        return f"the specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    return None
+    """None if the name is valid, else the reason (RocketMQ's TopicValidator rules; one shared check)."""
+    return topic_problem(topic)
 
 
 def retry_topic(group: str) -> str:

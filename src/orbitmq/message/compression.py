@@ -33,6 +33,24 @@ def compress_body(
     return zlib.compress(body, level), COMPRESSED_FLAG | COMPRESSION_ZLIB_TYPE
 
 
+class InflateLimitError(ValueError):
+    """Inflated data would exceed the allowed size (a zlib bomb, or a limit set too low)."""
+
+
+def inflate_bounded(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
+    """zlib-inflate `data`, producing at most `max_size` bytes: never allocates more than that, whatever
+    the ratio. InflateLimitError beyond it, zlib.error for data that is not a whole zlib stream."""
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, max_size + 1)
+    if len(out) > max_size or inflater.unconsumed_tail:
+        # Free the output before raising: the traceback keeps this frame (and its locals) alive.
+        del out, inflater
+        raise InflateLimitError(f"inflates to more than {max_size} bytes")
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated zlib stream")
+    return out
+
+
 def decompress_body(body: bytes | bytearray | memoryview, sys_flag: int) -> bytes:
     """The plain body of a stored body whose record has `sys_flag`; unchanged (as bytes) if not compressed.
 

@@ -32,6 +32,57 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 )
 
 
+# Names already found valid (bounded: cleared when full, so a flood of distinct names costs memory once).
+_VALID_NAMES_MAX: Final = 65536
+valid_topics: set[str] = set()
+valid_groups: set[str] = set()
+
+
+def _illegal_chars(name: str) -> bool:
+    # fullmatch: `$` with re.match would accept a trailing newline. The class is ASCII only, as
+    # TopicValidator's 128-entry bitmap is.
+    return _VALID_NAME.fullmatch(name) is None
+
+
+def _remember(cache: set[str], name: str) -> None:
+    if len(cache) >= _VALID_NAMES_MAX:
+        cache.clear()
+    cache.add(name)
+
+
+def topic_problem(name: str) -> str | None:
+    """None if `name` is a legal topic name, else RocketMQ's remark (TopicValidator.validateTopic: the
+    broker answers it with SYSTEM_ERROR). Checked once per distinct valid name."""
+    if name in valid_topics:
+        return None
+    if not name or not name.strip():
+        return "The specified topic is blank."
+    if len(name) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    if _illegal_chars(name):
+        return f"The specified topic contains illegal characters, allowing only {VALID_PATTERN_STR}"
+    _remember(valid_topics, name)
+    return None
+
+
+def group_problem(name: str) -> str | None:
+    """None if `name` is a legal group name, else the client Validators.checkGroup remark (RocketMQ's
+    broker does not check groups; orbitmq does, since it builds %RETRY%/%DLQ% topics from them)."""
+    if name in valid_groups:
+        return None
+    if not name or not name.strip():
+        return "the specified group is blank"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
+    if _illegal_chars(name):
+        return (
+            f"the specified group[{name[:GROUP_MAX_LENGTH]!r}] contains illegal characters, "
+            f"allowing only {VALID_PATTERN_STR}"
+        )
+    _remember(valid_groups, name)
+    return None
+
+
 def validate_topic(name: str) -> None:
     if not name or not name.strip():
         raise ClientError("The specified topic is blank")

@@ -21,7 +21,9 @@ from orbitmq.namesrv.processors import NamesrvProcessors
 from orbitmq.namesrv.route_table import RouteInfoManager
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.name_guard import guard_names
 from orbitmq.transport import Connection, RemotingServer
+from orbitmq.transport.limits import server_limits
 from orbitmq.transport.tls import TlsServerSettings
 
 log = logging.getLogger("orbitmq.namesrv")
@@ -68,6 +70,8 @@ class NamesrvApp:
             idle_timeout=float(idle) if idle > 0 else None,
             clock=clock,
             tls=TlsServerSettings.from_properties(self.config.extra),
+            limits=server_limits(self.config),
+            processor_wrapper=guard_names,
         )
         for code, processor in self.processors.table().items():
             self.server.register(code, processor)

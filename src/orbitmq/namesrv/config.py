@@ -4,7 +4,9 @@ Read from a `namesrv.conf` (Java properties text) with RocketMQ's camelCase name
 kept (GET_NAMESRV_CONFIG shows them) but have no effect. Two names are orbitmq's own, for tests and
 small deployments: `scanNotActiveBrokerInterval` (ms, RocketMQ hard-codes 10000) and
 `brokerChannelExpiredTime` (ms, RocketMQ hard-codes 120000); `serverChannelMaxIdleTimeSeconds` is
-RocketMQ's NettyServerConfig name.
+RocketMQ's NettyServerConfig name. The per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`,
+`serverMaxExtFields`, `serverMaxConnections`, `serverMaxInflightPerConnection` (transport/limits.py) and
+`registerBrokerMaxInflatedSize` (the most a compressed REGISTER_BROKER body may inflate to) are orbitmq's.
 
 Also holds the Java properties text codec used by GET/UPDATE_NAMESRV_CONFIG bodies and the file.
 This module must not know sockets or request codes.
@@ -65,6 +67,13 @@ class NamesrvConfig:
     # a request signed by an admin account of aclFile (plain_acl.yml, resolved beside namesrv.conf).
     acl_enable: bool = False
     acl_file: str = "plain_acl.yml"
+    # Bounded work per request (transport/limits.py) and the inflated REGISTER_BROKER body.
+    server_max_frame_size: int = 16 * 1024 * 1024
+    server_max_header_size: int = 512 * 1024
+    server_max_ext_fields: int = 1024
+    server_max_connections: int = 4096
+    server_max_inflight_per_connection: int = 4096
+    register_broker_max_inflated_size: int = 32 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     # RocketMQ name -> (attribute, how its text is read as Java reads it): add a key by adding a row.
@@ -82,6 +91,12 @@ class NamesrvConfig:
         "serverChannelMaxIdleTimeSeconds": ("server_channel_max_idle_time_seconds", INT),
         "aclEnable": ("acl_enable", BOOLEAN),
         "aclFile": ("acl_file", STRING),
+        "serverMaxFrameSize": ("server_max_frame_size", INT),
+        "serverMaxHeaderSize": ("server_max_header_size", INT),
+        "serverMaxExtFields": ("server_max_ext_fields", INT),
+        "serverMaxConnections": ("server_max_connections", INT),
+        "serverMaxInflightPerConnection": ("server_max_inflight_per_connection", INT),
+        "registerBrokerMaxInflatedSize": ("register_broker_max_inflated_size", INT),
     }
 
     @classmethod

@@ -10,12 +10,16 @@ This module must not know how connections are accepted or how the tables expire 
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import functools
 import logging
 from collections.abc import Mapping
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import OrbitError
 from orbitmq.message.hashing import crc32
+from orbitmq.message.validation import topic_problem
 from orbitmq.namesrv import wire
 from orbitmq.namesrv.config import CONFIG_BLACK_LIST, NamesrvConfig, encode_properties_text
 from orbitmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
@@ -27,6 +31,11 @@ from orbitmq.protocol.properties_text import decode_properties_text
 from orbitmq.transport import Connection, Processor
 
 log = logging.getLogger("orbitmq.namesrv")
+
+# REGISTER_BROKER bodies larger than this (or compressed) are decoded on a worker thread. One thread for
+# the process: one decode at a time, and one malloc arena for its large buffers.
+INLINE_DECODE_MAX = 256 * 1024
+_DECODE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="namesrv-decode")
 
 # GET_ROUTEINFO_BY_TOPIC answers standard JSON from this requester version (V4_9_4) on.
 STANDARD_JSON_VERSION = 401
@@ -87,6 +96,7 @@ class NamesrvProcessors:
         self.kv = kv
         self.config = config
         self.clock = clock
+        self._illegal_logged: dict[str, frozenset[str]] = {}
 
     def table(self) -> dict[int, Processor]:
         return {
@@ -155,7 +165,32 @@ class NamesrvProcessors:
         if expected_crc != 0 and crc32(body) != expected_crc:
             log.warning("register from %s: body crc32 does not match %d", conn.remote_address, expected_crc)
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        registration = wire.decode_registration(body, compressed=_flag(ext, "compressed"))
+        compressed = _flag(ext, "compressed")
+        max_inflated = self.config.register_broker_max_inflated_size
+        if compressed or len(body) > INLINE_DECODE_MAX:
+            # Inflating (up to registerBrokerMaxInflatedSize) takes a while: on the decode thread, so
+            # route queries keep being answered meanwhile (zlib releases the GIL).
+            decode = functools.partial(
+                wire.decode_registration, bytes(body), compressed=compressed, max_inflated=max_inflated
+            )
+            registration = await asyncio.get_running_loop().run_in_executor(_DECODE_THREAD, decode)
+        else:
+            registration = wire.decode_registration(body, compressed=False)
+        illegal = [t for t in registration.topic_configs if topic_problem(t) is not None]
+        for topic in illegal:  # names are checked wherever they enter; a route table is no exception
+            del registration.topic_configs[topic]
+        # Brokers re-register every 30 s and on each topic change: say it once per broker and name set.
+        if illegal and self._illegal_logged.get(broker_addr) != frozenset(illegal):
+            if len(self._illegal_logged) >= 1024:
+                self._illegal_logged.clear()
+            self._illegal_logged[broker_addr] = frozenset(illegal)
+            log.warning(
+                "register from %s (%s): %d illegal topic name(s) ignored, e.g. %r",
+                conn.remote_address,
+                broker_addr,
+                len(illegal),
+                illegal[0][:64],
+            )
         result = self.route.register_broker(
             cluster_name=cluster_name,
             broker_addr=broker_addr,

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.message.compression import InflateLimitError, inflate_bounded
 from orbitmq.namesrv.route_table import BrokerData, DataVersion, TopicConfigEntry, TopicRoute
 from orbitmq.protocol import java_json
 
@@ -149,7 +150,7 @@ def decode_data_version(obj: Any) -> DataVersion:
 
 def decode_data_version_json(data: bytes | bytearray | memoryview) -> DataVersion:
     try:
-        return decode_data_version(java_json.loads(data))
+        return decode_data_version(_loads(data))
     except ValueError as exc:
         raise RemoteProtocolError(f"bad DataVersion body: {exc}") from None
 
@@ -176,14 +177,23 @@ def _wrapper(obj: Any) -> tuple[DataVersion, dict[str, TopicConfigEntry]]:
     return decode_data_version(obj.get("dataVersion")), configs
 
 
-def decode_registration(body: bytes | bytearray | memoryview, *, compressed: bool) -> Registration:
-    """A REGISTER_BROKER body in any of its forms; RemoteProtocolError when it cannot be read."""
+DEFAULT_MAX_INFLATED_SIZE = 32 * 1024 * 1024
+
+
+def decode_registration(
+    body: bytes | bytearray | memoryview,
+    *,
+    compressed: bool,
+    max_inflated: int = DEFAULT_MAX_INFLATED_SIZE,
+) -> Registration:
+    """A REGISTER_BROKER body in any of its forms; RemoteProtocolError when it cannot be read or the
+    compressed form inflates past `max_inflated` bytes (registerBrokerMaxInflatedSize)."""
     if not body:
         return Registration(DataVersion(), {}, [])
     if compressed:
-        return _decode_compressed(bytes(body))
+        return _decode_compressed(bytes(body), max_inflated)
     try:
-        obj = java_json.loads(body)
+        obj = _loads(body)
     except ValueError as exc:
         raise RemoteProtocolError(f"bad RegisterBrokerBody JSON: {exc}") from None
     if not isinstance(obj, Mapping):
@@ -198,10 +208,25 @@ def decode_registration(body: bytes | bytearray | memoryview, *, compressed: boo
 
 _INT = struct.Struct(">i")
 
+# The lenient (fastjson-compatible) reader is pure Python, about 0.5 s per MB: standard JSON goes
+# through orjson, and only data of a plausible size falls back to it.
+MAX_LENIENT_SIZE = 1024 * 1024
 
-def _decode_compressed(body: bytes) -> Registration:
+
+def _loads(data: bytes | bytearray | memoryview) -> Any:
     try:
-        data = zlib.decompress(body)
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if len(data) > MAX_LENIENT_SIZE:
+            raise ValueError(f"not standard JSON ({exc}) and too large for the lenient reader") from None
+    return java_json.loads(data)
+
+
+def _decode_compressed(body: bytes, max_inflated: int) -> Registration:
+    try:
+        data = inflate_bounded(body, max_inflated)
+    except InflateLimitError as exc:
+        raise RemoteProtocolError(f"compressed RegisterBrokerBody {exc}") from None
     except zlib.error as exc:
         raise RemoteProtocolError(f"compressed RegisterBrokerBody does not inflate: {exc}") from None
     pos = 0
@@ -219,7 +244,7 @@ def _decode_compressed(body: bytes) -> Registration:
         return piece
 
     try:
-        version = decode_data_version(java_json.loads(chunk()))
+        version = decode_data_version(_loads(chunk()))
         if pos + 4 > len(data):
             raise RemoteProtocolError("compressed RegisterBrokerBody is truncated")
         (count,) = _INT.unpack_from(data, pos)
@@ -233,7 +258,7 @@ def _decode_compressed(body: bytes) -> Registration:
             configs[name] = TopicConfigEntry(name, int(tokens[1]), int(tokens[2]), int(tokens[3]))
         servers: list[str] = []
         if pos < len(data):
-            servers = [str(s) for s in java_json.loads(chunk()) or []]
+            servers = [str(s) for s in _loads(chunk()) or []]
     except (ValueError, UnicodeDecodeError) as exc:
         raise RemoteProtocolError(f"bad compressed RegisterBrokerBody: {exc}") from None
     return Registration(version, configs, servers)

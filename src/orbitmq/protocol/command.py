@@ -270,7 +270,7 @@ def _int_field(obj: Mapping[str, Any], name: str, default: int) -> int:
     return value
 
 
-def _decode_json_header(header: memoryview) -> RemotingCommand:
+def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
     try:
         obj = orjson.loads(header)
     except orjson.JSONDecodeError:
@@ -313,6 +313,8 @@ def _decode_json_header(header: memoryview) -> RemotingCommand:
     elif type(ext) is not dict:
         raise RemoteProtocolError("JSON header extFields is not an object")
     else:
+        if len(ext) > max_ext_fields:
+            raise RemoteProtocolError(f"{len(ext)} extFields exceed the limit {max_ext_fields}")
         for key, value in ext.items():
             if type(value) is not str or type(key) is not str:
                 # numbers/booleans from JavaScript clients; odd keys from fastjson-lenient text
@@ -321,9 +323,17 @@ def _decode_json_header(header: memoryview) -> RemotingCommand:
     return RemotingCommand(code, language, version, opaque, flag, remark, ext)
 
 
+# The lenient reader is pure Python (about 0.5 s per MB): only headers of a size real peers send get it.
+MAX_LENIENT_HEADER_SIZE = 64 * 1024
+DEFAULT_MAX_EXT_FIELDS = 1024
+_MIN_EXT_ENTRY = 6  # key length (2) + value length (4)
+
+
 def _lenient_json(header: memoryview) -> object:
     # Java peers may send what fastjson accepts (single quotes, unquoted keys): rare, so only after
     # orjson failed.
+    if header.nbytes > MAX_LENIENT_HEADER_SIZE:
+        raise RemoteProtocolError(f"broken JSON header of {header.nbytes} bytes")
     try:
         return java_json.loads(header)
     except ValueError as exc:
@@ -334,7 +344,7 @@ _SHORT = struct.Struct(">h")
 _BINARY_FIXED_SIGNED = struct.Struct(">hbhiii")
 
 
-def _decode_binary_header(header: memoryview) -> RemotingCommand:
+def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
     size = header.nbytes
     if size < 17:
         raise RemoteProtocolError(f"ROCKETMQ header too short: {size} bytes")
@@ -360,7 +370,11 @@ def _decode_binary_header(header: memoryview) -> RemotingCommand:
         end = ext_length
         short = _SHORT.unpack_from
         int_ = _INT.unpack_from
+        # Only a header long enough to hold more entries than allowed pays for counting them.
+        counting = ext_length > _MIN_EXT_ENTRY * max_ext_fields
         while pos < end:
+            if counting and len(ext) >= max_ext_fields:
+                raise RemoteProtocolError(f"extFields exceed the limit {max_ext_fields}")
             if pos + 2 > end:
                 raise RemoteProtocolError("truncated extFields key length")
             (key_length,) = short(data, pos)
@@ -383,8 +397,9 @@ def _decode_binary_header(header: memoryview) -> RemotingCommand:
 _WORD = struct.Struct(">I")
 
 
-def decode_command(frame: Buffer) -> RemotingCommand:
-    """Decode one frame (as `FrameDecoder.feed` yields it). The body is a memoryview into `frame`."""
+def decode_command(frame: Buffer, max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS) -> RemotingCommand:
+    """Decode one frame (as `FrameDecoder.feed` yields it). The body is a memoryview into `frame`.
+    More than `max_ext_fields` ext fields is a protocol error (serverMaxExtFields)."""
     view = memoryview(frame)
     size = view.nbytes
     if size < 4:
@@ -397,9 +412,9 @@ def decode_command(frame: Buffer) -> RemotingCommand:
         raise RemoteProtocolError(f"header length {header_length} exceeds frame of {size} bytes")
     header = view[4:header_end]
     if serialize_type == SerializeType.JSON:
-        cmd = _decode_json_header(header)
+        cmd = _decode_json_header(header, max_ext_fields)
     elif serialize_type == SerializeType.ROCKETMQ:
-        cmd = _decode_binary_header(header)
+        cmd = _decode_binary_header(header, max_ext_fields)
     else:
         raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
     if header_end < size:

@@ -19,6 +19,9 @@ from typing import TypeAlias
 from orbitmq.common.errors import RemoteProtocolError
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+# Real headers are small (a send's properties are at most 32 KiB, JSON escaping can triple them); a
+# bigger header only costs decode time, so it is refused with the framing (serverMaxHeaderSize).
+DEFAULT_MAX_HEADER_SIZE = 512 * 1024
 
 _INT = struct.Struct(">i")
 _TWO_INTS = struct.Struct(">iI")
@@ -34,10 +37,13 @@ class FrameDecoder:
     closes the connection, as RocketMQ does).
     """
 
-    __slots__ = ("_broken", "_buffer", "max_frame_size")
+    __slots__ = ("_broken", "_buffer", "max_frame_size", "max_header_size")
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_header_size: int = DEFAULT_MAX_FRAME_SIZE
+    ) -> None:
         self.max_frame_size = max_frame_size
+        self.max_header_size = max_header_size
         self._buffer = bytearray()
         self._broken = False
 
@@ -73,6 +79,11 @@ class FrameDecoder:
                 if header_length > length - 4:
                     self._broken = True
                     raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
+                if header_length > self.max_header_size:
+                    self._broken = True
+                    raise RemoteProtocolError(
+                        f"header length {header_length} exceeds the limit {self.max_header_size}"
+                    )
                 stop = pos + 4 + length
                 if stop > end:
                     break

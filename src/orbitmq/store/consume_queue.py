@@ -20,6 +20,7 @@ import struct
 from functools import lru_cache
 
 from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.paths import child_dir
 from orbitmq.store.segment_queue import MappedFileQueue
 
 CQ_ENTRY_SIZE = 20
@@ -40,7 +41,7 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.file_size = file_size
         self.entries_per_file = file_size // CQ_ENTRY_SIZE
-        self.directory = os.path.join(root_dir, topic, str(queue_id))
+        self.directory = os.path.join(child_dir(root_dir, topic), str(queue_id))
         self.files = MappedFileQueue(self.directory, file_size, defer_dir_sync=True)
         self.max_physic_offset = -1  # end (offset + size) of the last entry's record
         self.min_logic_offset = 0  # bytes

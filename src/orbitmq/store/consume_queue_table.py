@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from orbitmq.store.consume_queue import ConsumeQueue
+from orbitmq.store.paths import child_dir
 
 
 class ConsumeQueueTable:
@@ -56,12 +57,13 @@ class ConsumeQueueTable:
         return [cq for (t, _), cq in self._queues.items() if t == topic]
 
     def remove_topic(self, topic: str) -> None:
+        topic_dir = child_dir(self.root_dir, topic)  # before anything is removed
         removed = self.queues_of(topic)
         self._queues = {k: v for k, v in self._queues.items() if k[0] != topic}
         for cq in removed:
             cq.destroy()
         try:
-            os.rmdir(os.path.join(self.root_dir, topic))
+            os.rmdir(topic_dir)
         except OSError:
             pass
 

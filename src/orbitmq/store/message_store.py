@@ -43,6 +43,7 @@ from orbitmq.store.dir_lock import StoreDirLock
 from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
 from orbitmq.store.flush import FlushCallback, FlushService
 from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.paths import UnsafeNameError, child_dir
 from orbitmq.store.reads import ReadPath
 from orbitmq.store.recovery import rebuild_topic_queue_table, recover
 from orbitmq.store.recovery_progress import LoggingProgress, RecoveryProgress
@@ -113,6 +114,7 @@ class MessageStore:
         self.flusher: FlushService | None = None
         self._dir_lock = StoreDirLock(config.store_path_root_dir, config.lock_path)
         self.recovery_progress = recovery_progress
+        self._safe_topics: set[str] = set()
         self._write_lock = threading.RLock()
         self._loaded = False
         self._running = False
@@ -259,10 +261,26 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the disk is full")
         return None
 
+    def _unsafe_topic(self, topic: str) -> PutMessageResult | None:
+        """MESSAGE_ILLEGAL for a topic whose consume queue would live outside the store (checked once per
+        topic: the dispatcher must never meet such a record after it is in the log)."""
+        try:
+            child_dir(self.config.consume_queue_dir, topic)
+        except UnsafeNameError as exc:
+            return self._failed(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
+        if len(self._safe_topics) >= 65536:
+            self._safe_topics.clear()
+        self._safe_topics.add(topic)
+        return None
+
     def put_message(self, msg: StoreMessage) -> PutMessageResult:
         refused = self._refuse()
         if refused is not None:
             return refused
+        if msg.topic not in self._safe_topics:
+            unsafe = self._unsafe_topic(msg.topic)
+            if unsafe is not None:
+                return unsafe
         # Append and dispatch under one lock: consume-queue entries must be written in log order even
         # if several threads put (the broker's loop is one writer; tools and benches may be more).
         with self._write_lock:
@@ -279,6 +297,10 @@ class MessageStore:
         refused = self._refuse()
         if refused is not None:
             return refused
+        if batch.topic not in self._safe_topics:
+            unsafe = self._unsafe_topic(batch.topic)
+            if unsafe is not None:
+                return unsafe
         with self._write_lock:
             try:
                 result, requests = self.commit_log.put_batch(batch)

@@ -17,18 +17,30 @@ This module must not know request codes or what processors do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import TypeAlias, cast
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
-from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command, next_opaque
+from orbitmq.protocol.command import (
+    DEFAULT_MAX_EXT_FIELDS,
+    RemotingCommand,
+    decode_command,
+    encode_command,
+    next_opaque,
+)
 from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.transport.log_limit import LogLimiter
 
 log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn
+SLOW_TURN = 0.1  # handling that held the loop longer than this is logged
+_PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
@@ -61,6 +73,8 @@ class Connection(asyncio.Protocol):
         name: str = "connection",
         clock: Clock = SYSTEM_CLOCK,
         on_open: Callable[[Connection], None] | None = None,
+        max_header_size: int | None = None,
+        max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
     ) -> None:
         self.name = name
         self._on_open = on_open
@@ -71,7 +85,12 @@ class Connection(asyncio.Protocol):
         # Free for processors: e.g. the broker keeps the client id and groups of this channel here.
         self.state: dict[str, object] = {}
         self._request_handler = request_handler
-        self._decoder = FrameDecoder(max_frame_size)
+        self._decoder = FrameDecoder(max_frame_size, max_header_size or max_frame_size)
+        self._max_ext_fields = max_ext_fields
+        # Requests of this connection whose processor is still running (counted by the dispatcher).
+        self.inflight = 0
+        # Commands left for the next loop turn once this connection used its TURN_BUDGET.
+        self._backlog: list[RemotingCommand] | None = None
         self._clock = clock
         self.last_activity = clock.monotonic()
         self._transport: asyncio.Transport | None = None
@@ -103,18 +122,31 @@ class Connection(asyncio.Protocol):
         self.last_activity = self._clock.monotonic()
         try:
             frames = self._decoder.feed(data)
-            commands = [decode_command(frame) for frame in frames]
+            max_ext = self._max_ext_fields
+            commands = [decode_command(frame, max_ext) for frame in frames]
         except RemoteProtocolError as exc:
             self._protocol_error(str(exc))
             return
         except Exception as exc:  # a header the decoder could not make sense of
             self._protocol_error(f"undecodable command: {exc!r}")
             return
+        if self._backlog is not None:  # earlier commands wait for the next turn: keep the order
+            self._backlog.extend(commands)
+            return
+        self._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
         # Answers produced while handling this chunk (processors run inline) leave in one writelines
         # at its end, instead of one loop iteration later.
         self._receiving = True
+        # One connection gets about TURN_BUDGET of the loop per turn: a chunk packed with costly requests
+        # must not make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
+        started = time.perf_counter()
+        deadline = started + TURN_BUDGET if len(commands) > 1 else 0.0
+        handled = 0
         try:
-            for cmd in commands:
+            for i, cmd in enumerate(commands):
+                handled = i + 1
                 if cmd.is_response:
                     self._complete(cmd)
                 elif self._request_handler is not None:
@@ -126,7 +158,15 @@ class Connection(asyncio.Protocol):
                         cmd.code,
                         self.remote_address,
                     )
-                if self._transport is None:  # a handler closed us
+                transport = self._transport
+                if transport is None:  # a handler closed us
+                    return
+                if deadline and i + 1 < len(commands) and time.perf_counter() > deadline:
+                    # The rest waits for the next turn; reading pauses meanwhile (no pile-up).
+                    self._backlog = commands[i + 1 :]
+                    with contextlib.suppress(NotImplementedError, RuntimeError):
+                        transport.pause_reading()
+                    asyncio.get_running_loop().call_soon(self._handle_backlog)
                     return
         finally:
             self._receiving = False
@@ -134,6 +174,25 @@ class Connection(asyncio.Protocol):
                 if self._flush_handle is not None:
                     self._flush_handle.cancel()
                 self._flush()
+            elapsed = time.perf_counter() - started
+            if elapsed > SLOW_TURN:  # everyone else on this loop waited that long: say who did it
+                log.warning(
+                    "%s: %d request(s) from %s held the loop for %.0f ms (codes %s)",
+                    self.name,
+                    handled,
+                    self.remote_address,
+                    elapsed * 1000,
+                    sorted({c.code for c in commands[:handled]}),
+                )
+
+    def _handle_backlog(self) -> None:
+        commands, self._backlog = self._backlog or [], None
+        transport = self._transport
+        if transport is None or self.closed:
+            return
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            transport.resume_reading()
+        self._handle(commands)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -144,6 +203,9 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self._transport = None
         self._out = []
+        # A closed connection may live on in reference cycles until the cyclic GC runs: drop a partial
+        # frame now (a hostile peer leaves up to serverMaxFrameSize of it).
+        self._decoder = FrameDecoder(0, 0)
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
@@ -306,7 +368,11 @@ class Connection(asyncio.Protocol):
             )
 
     def _protocol_error(self, reason: str) -> None:
-        log.warning("%s: closing connection from %s: %s", self.name, self.remote_address, reason)
+        if _PROTOCOL_ERRORS_LOG.allow():
+            suppressed = _PROTOCOL_ERRORS_LOG.take_suppressed()
+            log.warning(
+                "%s: closing connection from %s: %s%s", self.name, self.remote_address, reason, suppressed
+            )
         self.abort(f"protocol error: {reason}")
 
     def _wake_writers(self) -> None:

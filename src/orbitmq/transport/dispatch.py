@@ -35,6 +35,7 @@ from typing import Any
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.log_limit import LogLimiter
 
 log = logging.getLogger("orbitmq.transport")
 
@@ -90,9 +91,12 @@ class _Route:
 class Dispatcher:
     """Routes inbound requests of many connections to processors; owns the tasks it starts."""
 
-    def __init__(self, *, name: str, max_pending_per_code: int = 10000) -> None:
+    def __init__(
+        self, *, name: str, max_pending_per_code: int = 10000, max_inflight_per_connection: int = 1 << 30
+    ) -> None:
         self.name = name
         self.max_pending_per_code = max_pending_per_code
+        self.max_inflight_per_connection = max_inflight_per_connection
         self._routes: dict[int, _Route] = {}
         self._default: _Route | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -100,6 +104,7 @@ class Dispatcher:
         # cycling through codes cannot grow it without limit (later ones are logged at DEBUG only).
         self._unsupported_logged: set[tuple[int, str]] = set()
         self.unsupported_log_limit = 4096
+        self._failures_log = LogLimiter()
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -129,7 +134,7 @@ class Dispatcher:
                 )
                 conn.send(answer.response_to(request))
             return
-        if route.pending >= route.limit:
+        if route.pending >= route.limit or conn.inflight >= self.max_inflight_per_connection:
             if not request.is_oneway:
                 busy = RemotingCommand.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
                 conn.send(busy.response_to(request))
@@ -157,7 +162,8 @@ class Dispatcher:
             route.pending -= 1
             raise
         # The processor is waiting for something: the rest of it runs in a Task.
-        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), started))
+        conn.inflight += 1
+        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), started, counted=True))
 
     def _log_unsupported(self, conn: Connection, code: int) -> None:
         """INFO once per (code, client) -- a client speaking a dialect we lack should be visible in the
@@ -183,13 +189,15 @@ class Dispatcher:
         task.add_done_callback(self._tasks.discard)
 
     def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-        log.warning(
-            "%s: processor for code %d failed: %s",
-            self.name,
-            request.code,
-            exception_text(exc),
-            exc_info=log.isEnabledFor(logging.DEBUG),
-        )
+        if self._failures_log.allow():  # a client decides how often this happens
+            log.warning(
+                "%s: processor for code %d failed: %s%s",
+                self.name,
+                request.code,
+                exception_text(exc),
+                self._failures_log.take_suppressed(),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
         return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, exception_text(exc))
 
     def _answer(self, conn: Connection, request: RemotingCommand, response: RemotingCommand | None) -> None:
@@ -213,6 +221,8 @@ class Dispatcher:
         request: RemotingCommand,
         awaitable: Awaitable[RemotingCommand | None],
         started: float,
+        *,
+        counted: bool = False,
     ) -> None:
         try:
             response = await awaitable
@@ -222,6 +232,8 @@ class Dispatcher:
             response = self._failure(request, exc)
         finally:
             route.pending -= 1
+            if counted:
+                conn.inflight -= 1
         route.stats.observe(started, response)
         if response is None or request.is_oneway or conn.closed:
             return

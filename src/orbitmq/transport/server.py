@@ -29,6 +29,7 @@ from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
 from orbitmq.transport.dispatch import Dispatcher, Processor, exception_text
+from orbitmq.transport.limits import ServerLimits
 from orbitmq.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode, TlsServerSettings
 
 __all__ = ["ConnectionListener", "Processor", "RemotingServer", "RequestHook"]
@@ -56,6 +57,8 @@ class RemotingServer:
         idle_timeout: float | None = 120.0,
         clock: Clock = SYSTEM_CLOCK,
         tls: TlsServerSettings | None = None,
+        limits: ServerLimits | None = None,
+        processor_wrapper: Callable[[Processor], Processor] | None = None,
     ) -> None:
         self.host = host
         self.tls = tls or TlsServerSettings()
@@ -63,11 +66,18 @@ class RemotingServer:
         self._listen_socket: socket.socket | None = None
         self._accept_tasks: set[asyncio.Task[None]] = set()
         self.name = name
-        self.max_frame_size = max_frame_size
+        self.limits = limits or ServerLimits(max_frame_size=max_frame_size)
+        self.max_frame_size = self.limits.max_frame_size
+        # Applied to every processor registered (the servers' request-independent checks, e.g. names).
+        self._wrap = processor_wrapper
         self.idle_timeout = idle_timeout
         self._requested_port = port
         self._clock = clock
-        self._dispatcher = Dispatcher(name=name, max_pending_per_code=max_pending_per_code)
+        self._dispatcher = Dispatcher(
+            name=name,
+            max_pending_per_code=max_pending_per_code,
+            max_inflight_per_connection=self.limits.max_inflight_per_connection,
+        )
         self._server: asyncio.Server | None = None
         self._connections: set[Connection] = set()
         self._on_open: list[ConnectionListener] = []
@@ -79,11 +89,11 @@ class RemotingServer:
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         """Route requests with `code` to `processor`; at most `limit` may be pending at once."""
-        self._dispatcher.register(code, processor, limit=limit)
+        self._dispatcher.register(code, self._wrap(processor) if self._wrap else processor, limit=limit)
 
     def register_default(self, processor: Processor) -> None:
         """Route every code without its own processor to `processor`."""
-        self._dispatcher.register_default(processor)
+        self._dispatcher.register_default(self._wrap(processor) if self._wrap else processor)
 
     def set_request_hook(self, hook: RequestHook | None) -> None:
         """Check every request with `hook` (connections accepted from now on)."""
@@ -175,6 +185,8 @@ class RemotingServer:
             name=self.name,
             clock=self._clock,
             on_open=self._opened,
+            max_header_size=self.limits.max_header_size,
+            max_ext_fields=self.limits.max_ext_fields,
         )
         conn.add_close_callback(self._closed)
         return conn
@@ -233,6 +245,15 @@ class RemotingServer:
             sock.close()
 
     def _opened(self, conn: Connection) -> None:
+        if len(self._connections) >= self.limits.max_connections:
+            log.warning(
+                "%s: refusing %s: %d connections (serverMaxConnections)",
+                self.name,
+                conn.remote_address,
+                len(self._connections),
+            )
+            conn.close("too many connections")
+            return
         self._connections.add(conn)
         for listener in self._on_open:
             try:

@@ -255,3 +255,35 @@ def test_check_immunity_property_delays_the_first_check(broker: Broker, clock: F
     clock.advance(31)
     (only,) = broker.service.check_once().requests
     assert decode_records(only[1].body_bytes())[0].properties["TRAN_MSG"] == "true"
+
+
+def test_a_half_that_can_never_be_renewed_does_not_block_the_check(broker: Broker, clock: FakeClock) -> None:
+    """Poison (issue 13 point 5): its properties fit, but not with TRANSACTION_CHECK_TIMES added; the
+    store refuses the copy for good. It is skipped and counted; the half behind it is still checked."""
+    props_len = len(encode_properties({"TRAN_MSG": "true", "PGROUP": GROUP, "UNIQ_KEY": "AA", "TAGS": "t"}))
+    room = 32767 - props_len - len(encode_properties({"REAL_TOPIC": "T", "REAL_QID": "1"})) - 16
+    poison = broker.send_half("T", b"\xaa", queue_id=1)
+    assert poison.ok
+    # Rewrite the scenario with a big property: the store takes the half, not its renewed copy.
+    big = {"TRAN_MSG": "true", "PGROUP": GROUP, "UNIQ_KEY": "BB", "TAGS": "t", "pad": "x" * room}
+    topic_, queue_, flag_ = broker.service.prepare("T", 1, TRANSACTION_PREPARED_TYPE, big)
+    stored = broker.store.put_message(
+        StoreMessage(
+            topic=topic_,
+            queue_id=queue_,
+            flag=0,
+            body=b"big",
+            properties=encode_properties(big),
+            sys_flag=flag_,
+            born_timestamp=clock.now_ms(),
+            born_host=pack_host("10.1.2.3", 4567),
+        )
+    )
+    assert stored.ok, stored.status
+    healthy = broker.send_half("T", b"\xcc", queue_id=1)
+    clock.advance(7)
+    check = broker.service.check_once()
+    asked = {decode_record(r.body_bytes(), decompress=False).body for _, r in check.requests}
+    assert asked == {b"\xaa", b"\xcc"}
+    assert broker.service.stats["skipped"] == 1
+    assert check.half_offset == healthy.queue_offset + 1

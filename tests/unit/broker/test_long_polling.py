@@ -51,3 +51,25 @@ def test_timeout_and_periodic_check_and_stop() -> None:
     late = held(clock, 3, 20)
     service.hold(late)  # after stop: answered at once
     assert woken[-1] is late
+
+
+class _Conn:
+    def __init__(self, closed: bool) -> None:
+        self.closed = closed
+
+
+def test_pulls_of_closed_connections_are_forgotten_at_the_next_check() -> None:
+    clock = FakeClock()
+    woken: list[HeldPull] = []
+    service = make(clock, woken)
+    sub = parse_subscription("T", "*", "TAG", 0, java_string_hash)
+    gone = HeldPull(_Conn(True), None, "T", 0, 3, clock.monotonic() + 30, sub)
+    alive = HeldPull(_Conn(False), None, "T", 0, 3, clock.monotonic() + 30, sub)
+    service.hold(gone)
+    service.hold(alive)
+    assert service.held_count == 2
+    service.check_all()
+    assert service.held_count == 1 and woken == []
+    clock.advance(31)
+    service.check_all()
+    assert woken == [alive]

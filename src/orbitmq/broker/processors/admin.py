@@ -16,7 +16,7 @@ import orjson
 
 from orbitmq.broker.config import format_properties_text, parse_properties_text
 from orbitmq.broker.config_files import load_json
-from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.processors.base import BadRequest, Fields, check_group, guarded, success
 from orbitmq.broker.subscription_groups import SubscriptionGroupConfig
 from orbitmq.broker.topics import TopicConfig, validate_topic_name
 from orbitmq.protocol.codes import RequestCode, ResponseCode
@@ -74,7 +74,9 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
         return success(body=orjson.dumps(app.topics.wrapper_dict()))
 
     async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        topic = Fields(request.ext_fields).req_str("topic")
+        topic = Fields(request.ext_fields).req_str("topic")  # its name is checked by name_guard
+        if app.topics.is_system_topic(topic):  # as 4.9.8's deleteTopic
+            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
         app.topics.delete(topic)
         app.offsets.remove_topics([topic])
         with contextlib.suppress(AttributeError):
@@ -149,6 +151,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
                 "brokerRole": app.config.broker_role,
                 "heldPullRequests": str(app.hold.held_count if app.hold else 0),
                 "scheduleMessageDelivered": str(app.schedule.delivered),
+                "scheduleMessageSkipped": str(app.schedule.skipped),
             }
         )
         return success(body=orjson.dumps({"table": table}))
@@ -158,6 +161,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
             cfg = SubscriptionGroupConfig.from_json_dict(load_json(request.body_bytes()))
         except (ValueError, TypeError, AttributeError) as exc:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}") from None
+        check_group(cfg.group_name)
         app.subscription_groups.update(cfg)
         return success()
 

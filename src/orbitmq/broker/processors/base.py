@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from functools import wraps
 
+from orbitmq.message.validation import group_problem, topic_problem
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
@@ -47,6 +48,22 @@ def guarded(handler: Handler) -> Handler:
             return error(bad.code, bad.remark)
 
     return run
+
+
+def check_topic(name: str) -> str:
+    """`name` if it is a legal topic name, else BadRequest(SYSTEM_ERROR) with RocketMQ's remark (for names
+    in bodies: header names are checked for every code by protocol/name_guard.py)."""
+    problem = topic_problem(name)
+    if problem is not None:
+        raise BadRequest(ResponseCode.SYSTEM_ERROR, problem)
+    return name
+
+
+def check_group(name: str) -> str:
+    problem = group_problem(name)
+    if problem is not None:
+        raise BadRequest(ResponseCode.SYSTEM_ERROR, problem)
+    return name
 
 
 class Fields:

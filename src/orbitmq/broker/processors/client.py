@@ -16,9 +16,10 @@ import orjson
 
 from orbitmq.broker.client_registry import ClientChannelInfo, Subscription
 from orbitmq.broker.config_files import load_json
-from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.processors.base import BadRequest, Fields, check_group, check_topic, guarded, success
 from orbitmq.broker.sql_filter import check_filter_supported, compile_expression, is_tag_type
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, retry_topic
+from orbitmq.message.validation import topic_problem
 from orbitmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
@@ -45,7 +46,7 @@ def _subscriptions(raw: Any) -> list[Subscription]:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, "heartbeat subscription without topic")
         subs.append(
             Subscription(
-                topic=s["topic"],
+                topic=check_topic(s["topic"]),
                 sub_string=str(s.get("subString") or "*"),
                 tags_set=[str(t) for t in s.get("tagsSet") or []],
                 code_set=[int(c) for c in s.get("codeSet") or []],
@@ -84,16 +85,18 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
                 group = cd.get("groupName") if isinstance(cd, dict) else None
                 if not isinstance(group, str) or not group:
                     raise BadRequest(ResponseCode.SYSTEM_ERROR, "heartbeat consumer data without groupName")
-                parsed.append((group, cd, _subscriptions(cd.get("subscriptionDataSet"))))
+                parsed.append((check_group(group), cd, _subscriptions(cd.get("subscriptionDataSet"))))
             for pd in producers:
                 if not isinstance(pd, dict) or not isinstance(pd.get("groupName"), str):
                     raise BadRequest(ResponseCode.SYSTEM_ERROR, "heartbeat producer data without groupName")
+                check_group(pd["groupName"])
         except (TypeError, ValueError, AttributeError) as exc:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"malformed heartbeat: {exc}") from None
         for group, cd, subs in parsed:
             group_cfg = app.subscription_groups.find(group)
             notify = app.notify_enabled(group)
-            if group_cfg is not None:
+            # A group longer than 120 characters is legal but its %RETRY% topic is not (127 at most).
+            if group_cfg is not None and topic_problem(retry_topic(group)) is None:
                 app.topics.create_in_send_back(
                     retry_topic(group), max(group_cfg.retry_queue_nums, 1), PERM_READ | PERM_WRITE
                 )

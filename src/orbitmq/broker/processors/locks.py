@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orbitmq.broker.config_files import load_json
-from orbitmq.broker.processors.base import BadRequest, guarded, success
+from orbitmq.broker.processors.base import BadRequest, check_group, check_topic, guarded, success
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -24,13 +24,14 @@ def _parse(body: bytes) -> tuple[str, str, list[MessageQueue]]:
         group = data["consumerGroup"]
         client_id = data["clientId"]
         mqs = [
-            MessageQueue(str(m["topic"]), str(m["brokerName"]), int(m["queueId"]))
+            MessageQueue(check_topic(str(m["topic"])), str(m["brokerName"]), int(m["queueId"]))
             for m in data.get("mqSet") or []
         ]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise BadRequest(ResponseCode.SYSTEM_ERROR, f"malformed lock request body: {exc!r}") from None
     if not isinstance(group, str) or not isinstance(client_id, str):
         raise BadRequest(ResponseCode.SYSTEM_ERROR, "lock request needs consumerGroup and clientId strings")
+    check_group(group)
     return group, client_id, mqs
 
 

@@ -188,6 +188,8 @@ def process_pull(
         and app.hold is not None
     ):
         timeout_ms = suspend_timeout if config.long_polling_enable else config.short_polling_time_mills
+        # A held pull is in flight: the dispatcher answers SYSTEM_BUSY past serverMaxInflightPerConnection.
+        conn.inflight += 1
         app.hold.hold(
             HeldPull(
                 conn=conn,

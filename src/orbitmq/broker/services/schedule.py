@@ -8,6 +8,12 @@ and REAL_QID stay, as in RocketMQ). Queues are re-checked every 100 ms; offsets 
 at shutdown (`{"offsetTable":{"1":12,...}}`, fastjson's bare int keys accepted when loading).
 
 Only a master runs it. Messages whose real topic is the transaction half topic are dropped.
+
+Poison messages never block a level: a message that can never be re-put (no or an illegal REAL_TOPIC,
+a REAL_QID that is not a queue id, a store answer that says the message itself is wrong) is skipped with
+a warning naming its offset message id and counted in `skipped` (runtime info
+`scheduleMessageSkipped`); it stays readable in SCHEDULE_TOPIC_XXXX. Only a store that cannot take any
+message now (not running, slave, disk full) makes the level wait and retry.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from orbitmq.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from orbitmq.message import properties as P
 from orbitmq.message.hosts import pack_address
 from orbitmq.message.record_decode import decode_record
+from orbitmq.message.validation import topic_problem
+from orbitmq.protocol.java_values import INT_MAX, parse_int
+from orbitmq.store.results import PutMessageStatus
 from orbitmq.store.store_message import StoreMessage
 
 if TYPE_CHECKING:
@@ -32,6 +41,16 @@ SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
 CHECK_INTERVAL = 0.1
 ERROR_BACKOFF = 10.0
 BATCH = 32
+# Store answers about the message itself: retrying cannot help.
+_POISON = frozenset({PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED})
+
+
+class PoisonMessage(Exception):
+    """This delayed message can never be delivered (the reason is the text)."""
+
+
+class StoreBusy(Exception):
+    """The store cannot take messages now: the level waits and the pass is retried later."""
 
 
 class ScheduleMessageService:
@@ -39,6 +58,7 @@ class ScheduleMessageService:
         self.app = app
         self.offsets: dict[int, int] = {}  # delay level -> next offset in queue level-1
         self.delivered = 0
+        self.skipped = 0
 
     @property
     def path(self) -> Any:
@@ -110,8 +130,21 @@ class ScheduleMessageService:
                 if deliver_at > now:
                     self.offsets[level] = queue_offset
                     return delivered
-                self._deliver(msg)
-                delivered += 1
+                try:
+                    self._deliver(msg)
+                except StoreBusy:
+                    raise
+                except Exception as exc:  # PoisonMessage, or anything this message makes the code raise
+                    self.skipped += 1
+                    log.warning(
+                        "skipping delayed message %s (level %d, queue offset %d): %s",
+                        msg.offset_msg_id,
+                        level,
+                        queue_offset,
+                        exc if isinstance(exc, PoisonMessage) else repr(exc),
+                    )
+                else:
+                    delivered += 1
                 self.offsets[level] = queue_offset + 1
             if result.next_begin_offset <= offset:
                 return delivered  # no progress possible now; never spin
@@ -122,12 +155,16 @@ class ScheduleMessageService:
         props: dict[str, str] = msg.properties
         real_topic = props.get(P.REAL_TOPIC)
         if not real_topic or real_topic == TRANS_HALF_TOPIC:
-            log.warning("dropping delayed message %s without a deliverable real topic", msg.offset_msg_id)
-            return
+            raise PoisonMessage("no deliverable real topic")
+        problem = topic_problem(real_topic)
+        if problem is not None:
+            raise PoisonMessage(f"real topic {real_topic[:64]!r}...: {problem}")
         try:
-            real_queue = int(props.get(P.REAL_QID, "0"))
+            real_queue = parse_int(props.get(P.REAL_QID, "0"))
         except ValueError:
-            real_queue = 0
+            raise PoisonMessage(f"REAL_QID {props.get(P.REAL_QID, '')[:32]!r} is not a number") from None
+        if not 0 <= real_queue <= INT_MAX:
+            raise PoisonMessage(f"REAL_QID {real_queue} is not a queue id")
         from orbitmq.message.property_string import encode_properties
 
         result = self.app.store.put_message(
@@ -143,5 +180,7 @@ class ScheduleMessageService:
                 reconsume_times=msg.reconsume_times,
             )
         )
+        if result.status in _POISON:
+            raise PoisonMessage(f"the store refused it: {result.status.name} {result.remark or ''}")
         if not result.ok:
-            raise RuntimeError(f"re-putting delayed message to {real_topic} failed: {result.status.name}")
+            raise StoreBusy(f"re-putting delayed message to {real_topic} failed: {result.status.name}")

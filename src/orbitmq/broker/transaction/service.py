@@ -54,6 +54,14 @@ BATCH = 32
 # without storing the final message twice (bounded; an END repeated after this many others is applied).
 ENDED_MEMORY = 100_000
 
+# Store answers about the message itself (retrying cannot help).
+_POISON_STATUSES = frozenset({PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED})
+
+
+class _PoisonHalf(Exception):
+    """A half message the check service can never re-append."""
+
+
 _STORED = (
     PutMessageStatus.PUT_OK,
     PutMessageStatus.FLUSH_DISK_TIMEOUT,
@@ -145,7 +153,14 @@ class TransactionalMessageService:
         self.config = config or TransactionConfig()
         self.clock = clock
         self._ended: OrderedDict[int, None] = OrderedDict()
-        self.stats = {"prepared": 0, "committed": 0, "rolled_back": 0, "checked": 0, "discarded": 0}
+        self.stats = {
+            "prepared": 0,
+            "committed": 0,
+            "rolled_back": 0,
+            "checked": 0,
+            "discarded": 0,
+            "skipped": 0,
+        }
 
     # ---------------------------------------------------------------------------------- send path
     def prepare(
@@ -304,7 +319,16 @@ class TransactionalMessageService:
                     pass
             if now - half.header.born_timestamp < immunity:
                 break
-            request = self._renew_and_build_check(half)
+            try:
+                request = self._renew_and_build_check(half)
+            except _PoisonHalf as exc:
+                # It can never be re-appended: checking it again would block every later half message.
+                log.warning(
+                    "half message %s at queue offset %d skipped: %s", half.uniq_key, queue_offset, exc
+                )
+                self.stats["skipped"] += 1
+                next_half = queue_offset + 1
+                continue
             if request is None:
                 break  # the store refused the copy: try again next pass
             group = half.producer_group
@@ -326,7 +350,13 @@ class TransactionalMessageService:
         return out
 
     def _renew_and_build_check(self, half: HalfMessage) -> RemotingCommand | None:
-        result = self._put(half.renewed())
+        try:
+            renewed = half.renewed()
+        except (ValueError, KeyError) as exc:
+            raise _PoisonHalf(f"cannot be renewed: {exc!r}") from None
+        result = self._put(renewed)
+        if result.status in _POISON_STATUSES:
+            raise _PoisonHalf(f"the store refused its copy: {result.status.name}")
         if result.status not in _STORED:
             log.warning("re-appending half message %s failed: %s", half.uniq_key, result.status)
             return None

@@ -1,0 +1,57 @@
+"""ServerLimits: the bounds one client cannot push a server past (each a namesrv.conf / broker.conf key).
+
+- `serverMaxFrameSize`: a frame longer than this closes the connection (RocketMQ: 16 MiB,
+  com.rocketmq.remoting.frameMaxLength).
+- `serverMaxHeaderSize`: a header longer than this closes the connection before it is buffered.
+- `serverMaxExtFields`: more ext fields than this closes the connection (decode cost stays small).
+- `serverMaxConnections`: connections beyond this are closed as soon as they are accepted.
+- `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
+  flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot of
+  the per-code limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from orbitmq.protocol.command import DEFAULT_MAX_EXT_FIELDS
+from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
+
+DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_MAX_INFLIGHT_PER_CONNECTION = 4096
+
+# property name -> ServerLimits attribute (the config attribute is "server_" + it)
+LIMIT_KEYS = {
+    "serverMaxFrameSize": "max_frame_size",
+    "serverMaxHeaderSize": "max_header_size",
+    "serverMaxExtFields": "max_ext_fields",
+    "serverMaxConnections": "max_connections",
+    "serverMaxInflightPerConnection": "max_inflight_per_connection",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
+
+    @classmethod
+    def from_config(cls, config: object) -> ServerLimits:
+        """From a config object with `server_max_*` attributes (BrokerConfig, NamesrvConfig)."""
+        return cls.from_values({attr: int(getattr(config, "server_" + attr)) for attr in LIMIT_KEYS.values()})
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, int]) -> ServerLimits:
+        """From attribute -> value (a config's fields); every limit must be positive."""
+        for attr, value in values.items():
+            if value <= 0:
+                raise ValueError(f"server limit {attr} must be positive, not {value}")
+        return cls(**values)
+
+
+def server_limits(config: object) -> ServerLimits:
+    return ServerLimits.from_config(config)
