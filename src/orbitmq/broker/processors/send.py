@@ -29,6 +29,7 @@ from orbitmq.broker.topics import (
 )
 from orbitmq.message import properties as P
 from orbitmq.message.batch import batch_wait_store_msg_ok, decode_batch
+from orbitmq.message.hashing import tags_code as compute_tags_code
 from orbitmq.message.hosts import pack_address, pack_host
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.message.record_decode import decode_record
@@ -92,6 +93,26 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
         text = "\x02".join(kept)
     cluster_entry = P.CLUSTER + "\x01" + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
+
+
+def _property(text: str, name: str) -> str | None:
+    """The value `decode_properties(text).get(name)` gives, found with two string searches instead of a
+    dict of every property (the last non-empty occurrence wins, as there)."""
+    key = "\x02" + name + "\x01"
+    end = len(text)
+    while True:
+        i = text.rfind(key, 0, end)
+        if i < 0:
+            start = len(key) - 1 if text.startswith(key[1:]) else -1
+            if start < 0:
+                return None
+        else:
+            start = i + len(key)
+        stop = text.find("\x02", start)
+        value = text[start:] if stop < 0 else text[start:stop]
+        if value or i < 0:
+            return value or None
+        end = i  # an empty value is dropped by decode_properties: look further left
 
 
 _SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
@@ -350,6 +371,11 @@ class SendProcessor:
                         born_timestamp=born_timestamp,
                         born_host=born_host,
                         reconsume_times=reconsume_times,
+                        # read here once, so the store does not decode the properties again
+                        tags_code=compute_tags_code(_property(stored, P.TAGS)),
+                        properties_read=True,
+                        keys=_property(stored, P.KEYS),
+                        uniq_key=_property(stored, P.UNIQ_KEY),
                     )
                 )
                 return await self.respond(result, wait, queue_id)
