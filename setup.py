@@ -26,6 +26,13 @@ class OptionalBuildExt(build_ext):
             super().run()
         except Exception as exc:
             _notice(f"compiling failed: {exc}")
+            return
+        # orbitmq/native.py treats an extension older than its source as stale; a re-build that reuses
+        # cached objects copies them with their old times, so mark them as made now.
+        for ext in self.extensions:
+            path = self.get_ext_fullpath(ext.name)
+            if os.path.exists(path):
+                os.utime(path)
 
     def build_extension(self, ext):  # type: ignore[no-untyped-def]
         try:

@@ -52,6 +52,10 @@ class PullRequestHoldService:
         self.table: dict[str, list[HeldPull]] = {}
         self._changed = asyncio.Event()
         self._stopped = False
+        # When the service loop wakes next (monotonic s). A hold wakes it early only if its deadline is
+        # earlier: with equal suspend timeouts (the usual case) holds never wake the loop at all, so
+        # it does not rescan every held pull per hold.
+        self._next_wake = float("-inf")
 
     @staticmethod
     def key(topic: str, queue_id: int) -> str:
@@ -66,7 +70,8 @@ class PullRequestHoldService:
             self._wake(held)
             return
         self.table.setdefault(self.key(held.topic, held.queue_id), []).append(held)
-        self._changed.set()
+        if held.deadline < self._next_wake:
+            self._changed.set()
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
@@ -119,17 +124,21 @@ class PullRequestHoldService:
         while not self._stopped:
             earliest = self._earliest_deadline()
             timeout = self._check_interval
+            now = self._clock.monotonic()
             if earliest is not None:
-                timeout = max(0.0, min(timeout, earliest - self._clock.monotonic()))
+                timeout = max(0.0, min(timeout, earliest - now))
+            self._next_wake = now + timeout
             self._changed.clear()
             try:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races
                 # with the timeout, and stop() would then wait for this loop forever.
                 async with asyncio.timeout(timeout):
                     await self._changed.wait()
-                continue  # a new hold may carry an earlier deadline: recompute
+                continue  # a new hold carries an earlier deadline: recompute
             except TimeoutError:
                 pass
+            finally:
+                self._next_wake = float("-inf")  # until re-armed above, every hold wakes the loop
             self.check_all()
 
     def stop(self) -> None:
