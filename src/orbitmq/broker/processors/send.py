@@ -10,6 +10,7 @@ commit. Response: msgId (offset id), queueId, queueOffset, plus MSG_REGION and T
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 import threading
 from typing import TYPE_CHECKING
@@ -277,6 +278,10 @@ class SendProcessor:
         # per flush round (not one cross-thread wake-up per waiting message).
         self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
         self._flushed_lock = threading.Lock()
+        # syncFlushTimeout backstop (the flusher may be stuck in fdatasync and unable to time requests
+        # out itself): waits in arrival order, so deadlines ascend; one timer at the oldest deadline.
+        self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------------------------- send
     async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -547,15 +552,27 @@ class SendProcessor:
                 loop.call_soon_threadsafe(self._resolve_flushed)
 
         self.app.store.request_flush(end_offset, done)
+        if future.done():
+            return future.result()
         # The send waits at most syncFlushTimeout (fact sheet 6.8), as RocketMQ's put thread does: a flush
         # that cannot finish in time answers FLUSH_DISK_TIMEOUT (the message stays stored).
-        timeout = self.app.store.config.sync_flush_timeout / 1000
-        # A timer instead of asyncio.wait_for: no extra task or callbacks per message.
-        timer = loop.call_later(timeout, _resolve, future, False)
-        try:
-            return await future
-        finally:
-            timer.cancel()
+        deadline = loop.time() + self.app.store.config.sync_flush_timeout / 1000
+        self._flush_waits.append((deadline, future))
+        if self._flush_timer is None:
+            self._flush_timer = loop.call_at(deadline, self._expire_flush_waits)
+        return await future
+
+    def _expire_flush_waits(self) -> None:
+        """Answer False to the waits past their deadline; re-arm at the oldest one still waiting."""
+        self._flush_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time() + 0.001  # call_at may fire up to the clock resolution early
+        waits = self._flush_waits
+        while waits and (waits[0][1].done() or waits[0][0] <= now):
+            _, future = waits.popleft()
+            _resolve(future, False)
+        if waits:
+            self._flush_timer = loop.call_at(waits[0][0], self._expire_flush_waits)
 
     def _resolve_flushed(self) -> None:
         with self._flushed_lock:
