@@ -23,7 +23,9 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-# The hot path, compiled together as one mypyc group (order does not matter).
+# The hot path, compiled together as one mypyc group (order does not matter). mypyc differences to keep
+# in mind in these modules: tuples and ints are unboxed (compare values, never identity of a tuple read
+# back from a container), and compiled classes cannot be monkeypatched or subclassed by tests.
 COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.protocol.frames",
     "orbitmq.protocol.command",
@@ -41,6 +43,9 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.dispatch",
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",
+    "orbitmq.transport.connection",
+    "orbitmq.transport.dispatch",
+    "orbitmq.broker.processors.send",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

@@ -244,7 +244,9 @@ class Connection(asyncio.Protocol):
             self.send(request)
             return await future
         finally:
-            if self._pending.get(opaque) is entry:
+            # compare the futures: a compiled build boxes the entry tuple anew on each read
+            current = self._pending.get(opaque)
+            if current is not None and current[0] is future:
                 del self._pending[opaque]
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
