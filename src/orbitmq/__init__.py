@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Decides, before any hot module is imported, whether the mypyc-compiled build or the pure Python
+# sources run (ORBITMQ_PURE=1, or sources edited after the build, mean pure; see native.py).
+from orbitmq import native as _native  # noqa: F401 -- imported for its effect
+
 __version__ = "0.1.0"
 
 _LAZY = {

@@ -42,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage())
         return 0
     if args[0] in ("-V", "--version"):
-        print(f"orbitmq {__version__}")
+        from orbitmq import native
+
+        print(f"orbitmq {__version__} {native.describe()}")
         return 0
     verb, rest = args[0], args[1:]
     entry = VERBS.get(verb)

@@ -1,7 +1,9 @@
 """`orbitmq serve`: a NameServer and a Broker in one process, the quick start.
 
     orbitmq serve [--port 9876] [--broker-port 10911] [--store DIR] [--flush-disk-type ASYNC_FLUSH]
-                  [-c broker.conf]
+                  [-c broker.conf] [--brokers N]
+
+`--brokers N` (N > 1) runs N broker processes beside the nameserver instead (serve_brokers.py).
 
 Both listen on 127.0.0.1. `--port 0` picks free ports for both (unless --broker-port is given). The
 store lives in --store, else $ORBITMQ_HOME/store, else ~/.orbitmq/store. The first stdout lines are
@@ -59,7 +61,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--console-port", type=int, help="serve the web console too (0 = a free port)")
     parser.add_argument("-c", "--config", help="broker.conf for anything else (RocketMQ property names)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="broker processes (default 1, in this process); N > 1 runs N broker processes "
+        "<brokerName>-1..N (own store subdirectory and port each) beside this process's nameserver, "
+        "to use more cores",
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.brokers <= 64:
+        parser.error("--brokers must be between 1 and 64")
+    return args
 
 
 DEFAULT_NAMESRV_PORT = 9876
@@ -84,6 +97,14 @@ def derived_broker_port(namesrv_port: int) -> int:
 
 
 def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
+    config = BrokerConfig.from_properties(broker_properties(args))
+    if args.config:
+        config.broker_config_path = os.path.abspath(args.config)
+        config.resolve_beside(args.config)
+    return config
+
+
+def broker_properties(args: argparse.Namespace) -> dict[str, str]:
     """Precedence: explicit flags, then the -c file, then serve's defaults (which differ from a plain
     broker's: 127.0.0.1, broker-a, port 10911 or 0 with --port 0, store under ~/.orbitmq)."""
     from_file = parse_properties_text(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
@@ -112,11 +133,7 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
         props["storePathRootDir"] = args.store
     if args.flush_disk_type:
         props["flushDiskType"] = args.flush_disk_type
-    config = BrokerConfig.from_properties(props)
-    if args.config:
-        config.broker_config_path = os.path.abspath(args.config)
-        config.resolve_beside(args.config)
-    return config
+    return props
 
 
 async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
@@ -212,6 +229,11 @@ def main(argv: list[str]) -> int:
         print(f"orbitmq serve: {exc}", file=sys.stderr)
         return 2
     from orbitmq.store.dir_lock import check_store_available
+
+    if args.brokers > 1:
+        from orbitmq import serve_brokers
+
+        return serve_brokers.main(args.brokers, args.port, broker_properties(args), args.log_level)
     from orbitmq.transport import loop
 
     try:

@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "orbitmq"
 # Lowest first. A module may import its own component and any component of a lower level; components
 # on the same level are independent of each other.
 LEVELS: list[set[str]] = [
-    {"common"},
+    {"common", "native"},  # native: which build runs (compiled or pure), decided before any import
     {"message"},
     {"protocol"},
     {"store", "transport", "acl"},
@@ -25,7 +25,7 @@ LEVELS: list[set[str]] = [
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing
     {"spark", "bench"},
-    {"cli", "serve", "__main__", "__init__"},
+    {"cli", "serve", "serve_brokers", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.
 TOP_LEVEL = len(LEVELS) - 1

@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     target = p.add_mutually_exclusive_group()
     target.add_argument("-n", "--namesrv", help="nameserver address of a running cluster (127.0.0.1:9876)")
     target.add_argument("--serve", action="store_true", help="start an embedded `orbitmq serve` for the run")
+    p.add_argument(
+        "--serve-brokers",
+        type=int,
+        default=1,
+        help="with --serve: broker processes (`orbitmq serve --brokers N`, default 1)",
+    )
     p.add_argument("--peers", default="", help="peers to run beside orbitmq: nats,redis | all | none")
     p.add_argument(
         "--driver",
@@ -260,7 +266,9 @@ class Bench:
         namesrv = self.args.namesrv or "127.0.0.1:9876"
         if self.args.serve:
             try:
-                server = await asyncio.to_thread(start_orbitmq, self.workdir / label, conf)
+                server = await asyncio.to_thread(
+                    start_orbitmq, self.workdir / label, conf, brokers=self.args.serve_brokers
+                )
             except Exception as exc:
                 why = f"`orbitmq serve` did not start: {exc}"
                 self.results += [skipped(w, name, why) for name in names for w in workloads]

@@ -54,6 +54,18 @@ def parse_status_rss_kib(status_text: str) -> int | None:
     return None
 
 
+def parse_schedstat_wait_ns(schedstat_text: str) -> int:
+    """Run-queue wait (ns) from the text of /proc/<pid>/schedstat: "run_ns wait_ns timeslices".
+
+    The time the task was runnable but waited for a CPU: on a shared box, the share of a measurement
+    window a process spent queued behind others' work (its figures then measure the box, not it).
+    """
+    fields = schedstat_text.split()
+    if len(fields) < 2:
+        raise ValueError("not a /proc/<pid>/schedstat line")
+    return int(fields[1])
+
+
 def cores_used(cpu_seconds: float, wall_seconds: float) -> float:
     """Average number of cores busy over a wall-clock interval."""
     if wall_seconds <= 0:
@@ -106,6 +118,17 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def run_queue_wait_seconds(pid: int) -> float | None:
+    """Seconds pid's main thread (an event loop) has waited runnable for a CPU; None if unreadable."""
+    text = _read(PROC / str(pid) / "schedstat")
+    if text is None:
+        return None
+    try:
+        return parse_schedstat_wait_ns(text) / 1e9
+    except ValueError:
+        return None
+
+
 def rss_mib(pid: int) -> float | None:
     text = _read(PROC / str(pid) / "status")
     if text is None:
@@ -117,6 +140,7 @@ def rss_mib(pid: int) -> float | None:
 @dataclass(slots=True)
 class CpuSnapshot:
     seconds: float | None
+    waits: dict[int, float] | None = None  # pid -> run-queue wait seconds so far
 
 
 class ProcessCpu:
@@ -136,7 +160,20 @@ class ProcessCpu:
             return CpuSnapshot(None)
         readings = [cpu_seconds(pid) for pid in self.pids]
         known = [r for r in readings if r is not None]
-        return CpuSnapshot(sum(known) if known else None)
+        waits = {pid: w for pid in self.pids if (w := run_queue_wait_seconds(pid)) is not None}
+        return CpuSnapshot(sum(known) if known else None, waits)
+
+    @staticmethod
+    def max_wait_fraction(before: CpuSnapshot, after: CpuSnapshot, wall_seconds: float) -> float | None:
+        """The largest share of the window any one process waited in the run queue (None: unknown)."""
+        if not before.waits or not after.waits or wall_seconds <= 0:
+            return None
+        shares = [
+            max(0.0, after.waits[pid] - start) / wall_seconds
+            for pid, start in before.waits.items()
+            if pid in after.waits
+        ]
+        return max(shares) if shares else None
 
     @staticmethod
     def delta_cores(before: CpuSnapshot, after: CpuSnapshot, wall_seconds: float) -> float | None:

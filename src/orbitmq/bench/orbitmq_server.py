@@ -34,9 +34,15 @@ def parse_listening(line: str) -> tuple[str, str] | None:
 
 
 def start_orbitmq(
-    workdir: Path, broker_conf: Mapping[str, str] | None = None, timeout: float = 30.0
+    workdir: Path,
+    broker_conf: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    *,
+    brokers: int = 1,
 ) -> ServerHandle:
-    """Start `orbitmq serve` with its store in workdir; the handle's address is the namesrv's."""
+    """Start `orbitmq serve` with its store in workdir; the handle's address is the namesrv's.
+    `brokers` > 1 runs `serve --brokers N` (N broker processes, counted with their parent's CPU)."""
+    extra_args = ["--brokers", str(brokers)] if brokers > 1 else []
     conf = dict(broker_conf or {})
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -45,7 +51,7 @@ def start_orbitmq(
         testing = None
     start_serve = getattr(testing, "start_serve", None)
     if start_serve is not None:
-        server: Any = start_serve(workdir, **conf)
+        server: Any = start_serve(workdir, extra_args=extra_args, timeout=max(timeout, 60.0), **conf)
         addresses: dict[str, str] = dict(server.addresses)
         return ServerHandle(
             "orbitmq",
@@ -56,11 +62,14 @@ def start_orbitmq(
             stopper=server.stop,
             killer=server.kill,
         )
-    return _start_subprocess(workdir, conf, timeout)
+    return _start_subprocess(workdir, conf, timeout, extra_args)
 
 
-def _start_subprocess(workdir: Path, conf: Mapping[str, str], timeout: float) -> ServerHandle:
+def _start_subprocess(
+    workdir: Path, conf: Mapping[str, str], timeout: float, extra_args: list[str]
+) -> ServerHandle:
     args = [sys.executable, "-m", "orbitmq", "serve", "--port", "0", "--store", str(workdir / "store")]
+    args += extra_args
     for key, value in conf.items():
         if key != "flushDiskType":
             raise DriverUnavailable(f"cannot pass broker property {key} without orbitmq.testing.start_serve")

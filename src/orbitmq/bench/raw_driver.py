@@ -159,7 +159,7 @@ class RawDriver(Driver):
             response = await self.client.invoke(self.namesrv, request, TIMEOUT)
             if response.code == ResponseCode.SUCCESS:
                 found = parse_route(response.body_bytes())
-                if len(found) >= queues:
+                if len(found) >= queues * len(masters):  # every broker's queues (serve --brokers N)
                     self.queues[topic] = found
                     self.rotation[topic] = itertools.cycle(found)
                     return

@@ -12,6 +12,9 @@ from typing import Any
 
 from orbitmq.bench.stats import LatencySummary
 
+# A process that waited for a CPU more than this share of a window was starved: its figure is flagged.
+STARVED_WAIT = 0.10
+
 # Which figure decides the ratio for a workload: throughput (higher is better) or latency (lower is).
 LATENCY_WORKLOADS = frozenset({"W4", "W8", "W10"})
 
@@ -27,6 +30,10 @@ class Measurement:
     latency: LatencySummary = field(default_factory=LatencySummary.empty)
     server_cores: float | None = None
     client_cores: float | None = None
+    # Run-queue wait (/proc/PID/schedstat) as a share of the window: the most-waiting server process,
+    # and the bench process. Above STARVED_WAIT the figure measures the box's other load as much as us.
+    server_wait: float | None = None
+    client_wait: float | None = None
     errors: int = 0
     # Extra named figures (W8 recovery seconds, W10 RSS, W4 achieved rate...).
     extra: dict[str, float] = field(default_factory=dict)
@@ -48,6 +55,10 @@ class Measurement:
         if self.server_cores is None or self.messages <= 0 or self.seconds <= 0:
             return None
         return self.server_cores * self.seconds / self.messages * 1e6
+
+    @property
+    def starved(self) -> bool:
+        return any(w is not None and w > STARVED_WAIT for w in (self.server_wait, self.client_wait))
 
     def key_figure(self) -> float:
         """The figure the ratio compares: p99 latency for latency workloads, msgs/s otherwise."""
@@ -71,6 +82,9 @@ class Measurement:
             "server_cores": self.server_cores,
             "server_us_per_msg": self.server_us_per_msg,
             "client_cores": self.client_cores,
+            "server_run_queue_wait": self.server_wait,
+            "client_run_queue_wait": self.client_wait,
+            "starved": self.starved,
             "errors": self.errors,
             "extra": dict(self.extra),
             "note": self.note,

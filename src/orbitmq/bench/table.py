@@ -29,6 +29,7 @@ COLUMNS = (
     "srv cores",
     "cli cores",
     "srv µs/msg",
+    "rq wait %",
 )
 RIGHT_ALIGNED = frozenset(COLUMNS[3:])
 
@@ -38,6 +39,14 @@ def fmt_number(value: float | None, *, digits: int = 0) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     return f"{value:,.{digits}f}"
+
+
+def fmt_wait(m: Measurement) -> str:
+    """Run-queue wait, server/bench process, in % of the window; "!" marks a starved run (> 10 %)."""
+    if m.server_wait is None and m.client_wait is None:
+        return "-"
+    cells = ["-" if w is None else f"{w * 100:.0f}" for w in (m.server_wait, m.client_wait)]
+    return "/".join(cells) + (" !" if m.starved else "")
 
 
 def fmt_ratio(value: float | None) -> str:
@@ -89,6 +98,7 @@ def row_cells(m: Measurement, reference: Measurement | None) -> list[str]:
         fmt_number(m.server_cores, digits=2),
         fmt_number(m.client_cores, digits=2),
         fmt_number(m.server_us_per_msg),
+        fmt_wait(m),
     ]
 
 
@@ -123,6 +133,10 @@ def render_table(measurements: Sequence[Measurement]) -> str:
     lines.append("orbitmq × : > 1 means orbitmq is better (msgs/s ratio; for W4 the p99 latency ratio).")
     lines.append("cores: CPU used (user+system) per wall-clock second, server processes and bench process.")
     lines.append("srv µs/msg: server CPU per message, the figure least disturbed by a busy box.")
+    lines.append(
+        "rq wait %: share of the window the most-waiting server process / the bench process sat runnable "
+        "in the run queue (/proc/PID/schedstat); '!' = over 10 %, a starved run."
+    )
     workloads = {m.workload for m in measurements}
     if "W6" in workloads:
         lines.append("W6: replication lag (bytes and ms behind the master) is in the notes below.")

@@ -186,6 +186,8 @@ class BrokerApp:
             clock=self.clock,
         )
         self._store.add_arrival_listener(self._message_arrived)
+        # Key-index entries are written once per loop iteration, after the responses left.
+        self._store.defer_index_to(asyncio.get_running_loop().call_soon)
         c = self.config
         tx_config = TransactionConfig(
             check_interval_ms=c.transaction_check_interval,

@@ -53,6 +53,10 @@ class PullRequestHoldService:
         self._changed = asyncio.Event()
         self._next_deadline: float | None = None  # at most the earliest deadline held (may be earlier)
         self._stopped = False
+        # When the service loop wakes next (monotonic s). A hold wakes it early only if its deadline is
+        # earlier: with equal suspend timeouts (the usual case) holds never wake the loop at all, so
+        # it does not rescan every held pull per hold.
+        self._next_wake = float("-inf")
 
     @staticmethod
     def key(topic: str, queue_id: int) -> str:
@@ -67,10 +71,11 @@ class PullRequestHoldService:
             self._wake(held)
             return
         self.table.setdefault(self.key(held.topic, held.queue_id), []).append(held)
-        # Wake the service loop only when this pull moves the earliest deadline (holding must stay O(1):
-        # a client can hold thousands).
+        # Track the earliest deadline in O(1) per hold (a client can hold thousands), and wake the
+        # service loop only when this pull's deadline is earlier than the loop's next wake.
         if self._next_deadline is None or held.deadline < self._next_deadline:
             self._next_deadline = held.deadline
+        if held.deadline < self._next_wake:
             self._changed.set()
 
     def notify_message_arriving(
@@ -136,17 +141,21 @@ class PullRequestHoldService:
         while not self._stopped:
             earliest = self._next_deadline
             timeout = self._check_interval
+            now = self._clock.monotonic()
             if earliest is not None:
-                timeout = max(0.0, min(timeout, earliest - self._clock.monotonic()))
+                timeout = max(0.0, min(timeout, earliest - now))
+            self._next_wake = now + timeout
             self._changed.clear()
             try:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races
                 # with the timeout, and stop() would then wait for this loop forever.
                 async with asyncio.timeout(timeout):
                     await self._changed.wait()
-                continue  # a new hold may carry an earlier deadline: recompute
+                continue  # a new hold carries an earlier deadline: recompute
             except TimeoutError:
                 pass
+            finally:
+                self._next_wake = float("-inf")  # until re-armed above, every hold wakes the loop
             self.check_all()
             self._next_deadline = self._earliest_deadline()  # O(n) once per check, not per hold
 

@@ -14,6 +14,7 @@ its local address); the default is 127.0.0.1.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import struct
@@ -28,9 +29,20 @@ from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE, pack_host, unpack_
 _LONG: Final = struct.Struct(">q")
 
 
+_HOST_HEX: dict[bytes, str] = {}
+
+
 def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
     """The offset message id of the record at `physical_offset` on the broker at `store_host` (pack_host)."""
-    return (bytes(store_host) + _LONG.pack(physical_offset)).hex().upper()
+    # One per send response: the host part is formatted once per broker address, the offset with "X".
+    prefix = _HOST_HEX.get(store_host)
+    if prefix is None:
+        if len(_HOST_HEX) > 1024:
+            _HOST_HEX.clear()
+        prefix = _HOST_HEX[bytes(store_host)] = bytes(store_host).hex().upper()
+    if not 0 <= physical_offset <= 0x7FFFFFFFFFFFFFFF:
+        return prefix + _LONG.pack(physical_offset).hex().upper()  # raises beyond a Java long
+    return f"{prefix}{physical_offset:016X}"
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
@@ -68,10 +80,10 @@ class UniqueIdGenerator:
         random_int = secrets.randbits(32) if salt is None else salt & 0xFFFFFFFF
         self._prefix = (ip_bytes + struct.pack(">HI", process & 0xFFFF, random_int)).hex().upper()
         self.owner_pid = os.getpid()  # the process that made it: a forked child needs its own
-        self._lock = threading.Lock()
-        self._counter = 0
-        self._month_start = 0
-        self._next_month_start = 0
+        # Lock-free: next() on an itertools.count is atomic under the GIL, and the month window is one
+        # tuple replaced whole, so concurrent callers never see half of an update.
+        self._count = itertools.count()
+        self._month = (0, 0)
 
     @property
     def prefix(self) -> str:
@@ -81,13 +93,11 @@ class UniqueIdGenerator:
     def next(self, now_ms: int | None = None) -> str:
         """A new UNIQ_KEY (`now_ms` defaults to the wall clock)."""
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        with self._lock:
-            if not self._month_start <= now < self._next_month_start:
-                self._month_start, self._next_month_start = _month_start_ms(now)
-            counter = self._counter
-            self._counter = (counter + 1) & 0xFFFF
-            elapsed = now - self._month_start
-        return f"{self._prefix}{elapsed & 0xFFFFFFFF:08X}{counter:04X}"
+        month = self._month
+        if not month[0] <= now < month[1]:
+            month = self._month = _month_start_ms(now)
+        counter = next(self._count) & 0xFFFF
+        return f"{self._prefix}{(now - month[0]) & 0xFFFFFFFF:08X}{counter:04X}"
 
 
 class UniqueIdInfo(NamedTuple):

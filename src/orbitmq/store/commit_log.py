@@ -67,7 +67,9 @@ class CommitLog:
         self.files.zero_run_limit = max(8 << 20, 2 * config.max_message_size + (1 << 20))
         # (topic, queue id) -> next queue offset; rebuilt from the consume queues on start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
-        self.put_lock = threading.Lock()
+        # Held by the caller around `put`/`put_batch` (MessageStore shares its write lock here, so one
+        # put takes one lock); `append_data` and retention take it themselves.
+        self.put_lock: threading.RLock | threading.Lock = threading.RLock()
         self.last_store_timestamp = 0
         self.confirm_offset = -1
         # Set by MessageStore when the transient store pool is active: appends go to its buffers.
@@ -166,40 +168,46 @@ class CommitLog:
             bad = self._room_check(size)
             if bad is not None:
                 return bad, []
-        props = decode_properties(msg.properties) if msg.properties else {}
         sys_flag = msg.sys_flag
         normal = not sys_flag & 0x4
         key = (msg.topic, msg.queue_id)
-        with self.put_lock:
-            now = self.clock.now_ms()
-            queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
-            f = self._segment_for(size, now)
-            pos = f.wrote_position
-            physical_offset = f.file_from_offset + pos
-            pack_record_at(
-                f.mm,
-                pos,
-                msg.queue_id,
-                msg.flag,
-                queue_offset,
-                physical_offset,
-                sys_flag,
-                msg.born_timestamp,
-                msg.born_host,
-                now,
-                self.store_host,
-                msg.reconsume_times,
-                msg.prepared_transaction_offset,
-                msg.body,
-                topic_bytes,
-                properties_bytes,
-            )
-            f.wrote_position = pos + size
-            f.store_timestamp = now
-            self.last_store_timestamp = now
-            if normal:
-                self.topic_queue_table[key] = queue_offset + 1
-        tags = msg.tags_code if msg.tags_code is not None else self._tags_code(msg.topic, props, now)
+        # The caller holds put_lock (see __init__).
+        now = self.clock.now_ms()
+        queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
+        f = self._segment_for(size, now)
+        pos = f.wrote_position
+        physical_offset = f.file_from_offset + pos
+        pack_record_at(
+            f.mm,
+            pos,
+            msg.queue_id,
+            msg.flag,
+            queue_offset,
+            physical_offset,
+            sys_flag,
+            msg.born_timestamp,
+            msg.born_host,
+            now,
+            self.store_host,
+            msg.reconsume_times,
+            msg.prepared_transaction_offset,
+            msg.body,
+            topic_bytes,
+            properties_bytes,
+        )
+        f.wrote_position = pos + size
+        f.store_timestamp = now
+        self.last_store_timestamp = now
+        if normal:
+            self.topic_queue_table[key] = queue_offset + 1
+        if msg.properties_read:
+            # The broker already read TAGS/KEYS/UNIQ_KEY from the properties text: no second decode.
+            tags = msg.tags_code if msg.tags_code is not None else 0
+            keys, uniq_key = msg.keys, msg.uniq_key
+        else:
+            props = decode_properties(msg.properties) if msg.properties else {}
+            tags = msg.tags_code if msg.tags_code is not None else self._tags_code(msg.topic, props, now)
+            keys, uniq_key = props.get(P.KEYS), props.get(P.UNIQ_KEY)
         request = DispatchRequest(
             msg.topic,
             msg.queue_id,
@@ -209,8 +217,8 @@ class CommitLog:
             now,
             queue_offset,
             sys_flag,
-            props.get(P.KEYS),
-            props.get(P.UNIQ_KEY),
+            keys,
+            uniq_key,
         )
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
@@ -254,53 +262,53 @@ class CommitLog:
         key = (batch.topic, batch.queue_id)
         requests: list[DispatchRequest] = []
         store_host = self.store_host
-        with self.put_lock:
-            now = self.clock.now_ms()
-            first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
-            f = self._segment_for(total, now)
-            mm = f.mm
-            pos = f.wrote_position
-            first_offset = f.file_from_offset + pos
-            for flag, body, properties_bytes, props, size in prepared:
-                physical_offset = f.file_from_offset + pos
-                pack_record_into(
-                    mm,
-                    pos,
-                    queue_id=batch.queue_id,
-                    flag=flag,
-                    queue_offset=queue_offset,
-                    physical_offset=physical_offset,
-                    sys_flag=batch.sys_flag,
-                    born_timestamp=batch.born_timestamp,
-                    born_host=batch.born_host,
-                    store_timestamp=now,
-                    store_host=store_host,
-                    reconsume_times=batch.reconsume_times,
-                    prepared_transaction_offset=0,
-                    body=body,
-                    topic=topic_bytes,
-                    properties=properties_bytes,
+        # The caller holds put_lock (see __init__).
+        now = self.clock.now_ms()
+        first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
+        f = self._segment_for(total, now)
+        mm = f.mm
+        pos = f.wrote_position
+        first_offset = f.file_from_offset + pos
+        for flag, body, properties_bytes, props, size in prepared:
+            physical_offset = f.file_from_offset + pos
+            pack_record_into(
+                mm,
+                pos,
+                queue_id=batch.queue_id,
+                flag=flag,
+                queue_offset=queue_offset,
+                physical_offset=physical_offset,
+                sys_flag=batch.sys_flag,
+                born_timestamp=batch.born_timestamp,
+                born_host=batch.born_host,
+                store_timestamp=now,
+                store_host=store_host,
+                reconsume_times=batch.reconsume_times,
+                prepared_transaction_offset=0,
+                body=body,
+                topic=topic_bytes,
+                properties=properties_bytes,
+            )
+            requests.append(
+                DispatchRequest(
+                    batch.topic,
+                    batch.queue_id,
+                    physical_offset,
+                    size,
+                    compute_tags_code(props.get(P.TAGS)),
+                    now,
+                    queue_offset,
+                    batch.sys_flag,
+                    props.get(P.KEYS),
+                    props.get(P.UNIQ_KEY),
                 )
-                requests.append(
-                    DispatchRequest(
-                        batch.topic,
-                        batch.queue_id,
-                        physical_offset,
-                        size,
-                        compute_tags_code(props.get(P.TAGS)),
-                        now,
-                        queue_offset,
-                        batch.sys_flag,
-                        props.get(P.KEYS),
-                        props.get(P.UNIQ_KEY),
-                    )
-                )
-                pos += size
-                queue_offset += 1
-            f.wrote_position = pos
-            f.store_timestamp = now
-            self.last_store_timestamp = now
-            self.topic_queue_table[key] = queue_offset
+            )
+            pos += size
+            queue_offset += 1
+        f.wrote_position = pos
+        f.store_timestamp = now
+        self.last_store_timestamp = now
+        self.topic_queue_table[key] = queue_offset
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
             wrote_offset=first_offset,

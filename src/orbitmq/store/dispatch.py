@@ -44,6 +44,10 @@ _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 _SCAN_CHUNK = 512
+# Deferred index entries written at once when this many are pending (bounds the memory and the loss
+# window of a crash; recovery re-indexes from the log anyway).
+_INDEX_PENDING_MAX = 256
+IndexItem = tuple[str, list[str], int, int]  # (topic, keys, commit log offset, store timestamp)
 
 
 class DispatchRequest(NamedTuple):
@@ -137,6 +141,19 @@ class Dispatcher:
         self.last_dispatched_timestamp = 0
         self.listeners: list[ArrivalListener] = []
         self._warned_at = -1
+        # Deferred key index (off the ack path): with `defer_index` set, single puts queue their keys here
+        # and `defer_index()` is called when the queue becomes non-empty; its owner (the broker, with a
+        # loop callback) then calls `flush_index()`, so the index is written once per loop iteration
+        # after the responses left. Anything that reads or reorders the index flushes first.
+        self.index_pending: list[IndexItem] = []
+        self.defer_index: Callable[[], object] | None = None
+
+    def flush_index(self) -> None:
+        """Write the deferred index entries (call with the store's write lock held)."""
+        pending = self.index_pending
+        if pending and self.key_index is not None:
+            self.index_pending = []
+            self.key_index.put_batch(pending)
 
     def dispatch(self, requests: list[DispatchRequest]) -> None:
         if not requests:
@@ -144,6 +161,8 @@ class Dispatcher:
         if len(requests) == 1:
             self._dispatch_one(requests[0])
             return
+        if self.index_pending:
+            self.flush_index()  # index entries stay in log order
         groups: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
         for r in requests:
             if not r.sys_flag & 0x4:
@@ -216,7 +235,16 @@ class Dispatcher:
             if r.keys:
                 keys += [k for k in r.keys.split(" ") if k]
             if keys:
-                key_index.put(r.topic, keys, r.physical_offset, r.store_timestamp)
+                defer = self.defer_index
+                if defer is None:
+                    key_index.put(r.topic, keys, r.physical_offset, r.store_timestamp)
+                else:
+                    pending = self.index_pending
+                    pending.append((r.topic, keys, r.physical_offset, r.store_timestamp))
+                    if len(pending) == 1:
+                        defer()
+                    elif len(pending) >= _INDEX_PENDING_MAX:
+                        self.flush_index()
         end = r.physical_offset + r.size
         self.reput_offset = max(self.reput_offset, end)
         self.last_dispatched_timestamp = r.store_timestamp

@@ -116,6 +116,9 @@ class MessageStore:
         self.recovery_progress = recovery_progress
         self._safe_topics: set[str] = set()
         self._write_lock = threading.RLock()
+        # One lock per put: the commit log's put lock is this write lock (re-entrant for retention,
+        # commit and truncation, which take both).
+        self.commit_log.put_lock = self._write_lock
         self._loaded = False
         self._running = False
         self._shutdown = False
@@ -198,6 +201,7 @@ class MessageStore:
             return
         self._shutdown = True
         self._running = False
+        self.flush_index()
         if self.committer is not None:
             self.commit(thorough=True)
         flusher = self.flusher
@@ -331,6 +335,18 @@ class MessageStore:
             stats.put_message_failed_times += 1
         return result
 
+    def defer_index_to(self, schedule: Callable[[Callable[[], None]], object]) -> None:
+        """Write key-index entries of single puts later, in one batch: `schedule(fn)` is called when the
+        first entry is deferred and must call `fn` soon on the writer's thread (the broker passes its
+        loop's `call_soon`, so the index is written after the iteration's responses left). Queries,
+        batches, truncation and shutdown write the deferred entries first."""
+        self.dispatcher.defer_index = lambda: schedule(self.flush_index)
+
+    def flush_index(self) -> None:
+        """Write the deferred key-index entries now."""
+        with self._write_lock:
+            self.dispatcher.flush_index()
+
     def commit(self, *, thorough: bool = False) -> int:
         """Transient store pool: one commit round (CommitRealTimeService) -- copy the buffered bytes to
         the segment file when at least `commitCommitLogLeastPages` pages are pending, or all of them when
@@ -448,6 +464,8 @@ class MessageStore:
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
     ) -> QueryMessageResult:
+        if self.dispatcher.index_pending:
+            self.flush_index()
         return self.reads.query_message(topic, key, max_num, begin_ms, end_ms)
 
     def get_min_phy_offset(self) -> int:
@@ -543,6 +561,7 @@ class MessageStore:
     def truncate_commit_log(self, offset: int) -> None:
         """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
         with self._write_lock, self.commit_log.put_lock:
+            self.dispatcher.flush_index()
             if self.committer is not None:
                 self.committer.discard()
             self.commit_log.files.truncate_dirty_files(offset)

@@ -88,21 +88,25 @@ class MappedFileQueue:
     # ---- positions ------------------------------------------------------------------------------
     @property
     def min_offset(self) -> int:
-        return self.files[0].file_from_offset if self.files else 0
+        files = self._snap[1]  # one attribute read (this runs several times per put)
+        return files[0].file_from_offset if files else 0
 
     @property
     def max_offset(self) -> int:
         """Offset just past the last written byte."""
-        if not self.files:
+        files = self._snap[1]
+        if not files:
             return 0
-        last = self.files[-1]
+        last = files[-1]
         return last.file_from_offset + last.wrote_position
 
     def last_file(self) -> MappedFile | None:
-        return self.files[-1] if self.files else None
+        files = self._snap[1]
+        return files[-1] if files else None
 
     def first_file(self) -> MappedFile | None:
-        return self.files[0] if self.files else None
+        files = self._snap[1]
+        return files[0] if files else None
 
     def find(self, offset: int) -> MappedFile | None:
         """The segment holding byte `offset`, or None if no loaded segment does."""
@@ -155,10 +159,11 @@ class MappedFileQueue:
 
     def last_file_for_append(self, start_offset: int = 0) -> MappedFile:
         """The segment to append to, creating the first or next one when the last is full or missing."""
-        last = self.files[-1] if self.files else None
-        if last is None:
+        files = self._snap[1]
+        if not files:
             return self.create_file(start_offset)
-        if last.is_full:
+        last = files[-1]
+        if last.wrote_position >= last.file_size:  # is_full, inline
             return self.create_file(last.file_tail_offset)
         return last
 

@@ -40,6 +40,11 @@ class StoreMessage:
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
     tags_code: int | None = None  # computed from TAGS (or the delay) when None
+    # Set by a caller that already read the properties text (the broker's send path): the store then
+    # takes tags_code (None = 0), keys and uniq_key as given instead of decoding the text again.
+    properties_read: bool = False
+    keys: str | None = None
+    uniq_key: str | None = None
 
 
 @dataclass(slots=True)

@@ -94,7 +94,11 @@ class Connection(asyncio.Protocol):
         self._clock = clock
         self.last_activity = clock.monotonic()
         self._transport: asyncio.Transport | None = None
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        # opaque -> (future, deadline on the loop's clock, timeout, request code). One sweep timer, armed
+        # at the earliest deadline, expires them (not one timer per request).
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, float, int]] = {}
+        self._sweep_handle: asyncio.TimerHandle | None = None
+        self._sweep_at = 0.0
         self._close_callbacks: list[CloseCallback] = []
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -209,8 +213,11 @@ class Connection(asyncio.Protocol):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+            self._sweep_handle = None
         pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _, _, _ in pending.values():
             if not future.done():
                 future.set_exception(
                     ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}")
@@ -286,8 +293,11 @@ class Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         opaque = request.opaque
-        self._pending[opaque] = future
-        timer = loop.call_later(max(timeout, 0.0), self._expire, opaque, timeout, request.code)
+        deadline = loop.time() + max(timeout, 0.0)
+        entry = (future, deadline, timeout, request.code)
+        self._pending[opaque] = entry
+        if self._sweep_handle is None or deadline < self._sweep_at:
+            self._arm_sweep(loop, deadline)
         try:
             if self._writing_paused:
                 await self.drain()
@@ -296,8 +306,9 @@ class Connection(asyncio.Protocol):
             self.send(request)
             return await future
         finally:
-            timer.cancel()
-            if self._pending.get(opaque) is future:
+            # compare the futures: a compiled build boxes the entry tuple anew on each read
+            current = self._pending.get(opaque)
+            if current is not None and current[0] is future:
                 del self._pending[opaque]
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
@@ -346,8 +357,8 @@ class Connection(asyncio.Protocol):
     # ---- internals --------------------------------------------------------------------------
 
     def _complete(self, response: RemotingCommand) -> None:
-        future = self._pending.pop(response.opaque, None)
-        if future is None:
+        entry = self._pending.pop(response.opaque, None)
+        if entry is None:
             log.debug(
                 "%s: response opaque %d from %s matches no pending request (timed out?)",
                 self.name,
@@ -355,17 +366,40 @@ class Connection(asyncio.Protocol):
                 self.remote_address,
             )
             return
+        future = entry[0]
         if not future.done():
             future.set_result(response)
 
-    def _expire(self, opaque: int, timeout: float, code: int) -> None:
-        future = self._pending.pop(opaque, None)
-        if future is not None and not future.done():
-            future.set_exception(
-                RequestTimeoutError(
-                    f"request code {code} opaque {opaque} to {self.remote_address} timed out after {timeout}s"
+    def _arm_sweep(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+        self._sweep_handle = loop.call_at(when, self._sweep)
+        self._sweep_at = when
+
+    def _sweep(self) -> None:
+        """Fail the requests whose deadline passed; re-arm at the earliest remaining deadline."""
+        self._sweep_handle = None
+        loop = asyncio.get_running_loop()
+        # call_at may run a timer up to the loop's clock resolution early: count that as due.
+        now = loop.time() + 0.001
+        earliest = None
+        expired = []
+        for opaque, (_, deadline, _, _) in self._pending.items():
+            if deadline <= now:
+                expired.append(opaque)
+            elif earliest is None or deadline < earliest:
+                earliest = deadline
+        for opaque in expired:
+            future, _, timeout, code = self._pending.pop(opaque)
+            if not future.done():
+                future.set_exception(
+                    RequestTimeoutError(
+                        f"request code {code} opaque {opaque} to {self.remote_address} "
+                        f"timed out after {timeout}s"
+                    )
                 )
-            )
+        if earliest is not None and not self.closed:
+            self._arm_sweep(loop, earliest)
 
     def _protocol_error(self, reason: str) -> None:
         if _PROTOCOL_ERRORS_LOG.allow():

@@ -63,3 +63,23 @@ def test_unknown_pid_reads_as_none() -> None:
     snap = acct.snapshot()
     assert snap.seconds is None
     assert ProcessCpu.delta_cores(snap, snap, 1.0) is None
+
+
+def test_schedstat_wait_is_the_second_field() -> None:
+    from orbitmq.bench.cpu import parse_schedstat_wait_ns
+
+    assert parse_schedstat_wait_ns("10656756958 8147401133 32223\n") == 8147401133
+    with pytest.raises(ValueError):
+        parse_schedstat_wait_ns("")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="needs /proc schedstat")
+def test_wait_fraction_of_a_live_process_is_a_share_of_the_window() -> None:
+    from orbitmq.bench.cpu import ProcessCpu
+
+    cpu = ProcessCpu([os.getpid()], include_descendants=False)
+    before = cpu.snapshot()
+    sum(range(200_000))
+    after = cpu.snapshot()
+    share = ProcessCpu.max_wait_fraction(before, after, 1.0)
+    assert share is not None and 0.0 <= share <= 1.0

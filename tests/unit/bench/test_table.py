@@ -116,3 +116,15 @@ def test_w6_and_w7_tables_say_where_their_figures_are() -> None:
     w7 = Measurement("W7", "batch read -> noop", "orbitmq-spark", messages=100, seconds=1.0)
     assert "W7:" not in render_table([w6]) and "replication lag" in render_table([w6])
     assert "Arrow ceiling" in render_table([w7])
+
+
+def test_run_queue_wait_beside_every_figure_and_starved_runs_flagged() -> None:
+    quiet, busy = m("orbitmq", 10_000), m("nats", 10_000)
+    quiet.server_wait, quiet.client_wait = 0.02, 0.05
+    busy.server_wait, busy.client_wait = 0.31, 0.04
+    assert not quiet.starved and busy.starved
+    text = render_table([quiet, busy])
+    assert "2/5" in text and "31/4 !" in text
+    doc = orjson.loads(orjson.dumps(json_document([quiet, busy], {})))
+    assert [r["starved"] for r in doc["results"]] == [False, True]
+    assert doc["results"][1]["server_run_queue_wait"] == 0.31

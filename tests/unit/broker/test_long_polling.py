@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from orbitmq.broker.client_registry import parse_subscription
 from orbitmq.broker.long_polling import HeldPull, PullRequestHoldService
 from orbitmq.common.clock import FakeClock
@@ -73,3 +76,23 @@ def test_pulls_of_closed_connections_are_forgotten_at_the_next_check() -> None:
     clock.advance(31)
     service.check_all()
     assert woken == [alive]
+
+
+async def test_a_hold_wakes_the_service_only_for_an_earlier_deadline() -> None:
+    """Holds with the usual equal suspend timeouts must not make the service rescan the table."""
+    clock = FakeClock()
+    woken: list[HeldPull] = []
+    service = PullRequestHoldService(woken.append, lambda topic, qid: 0, check_interval=60.0, clock=clock)
+    service.hold(held(clock, 0, 30))
+    task = asyncio.get_running_loop().create_task(service.run())
+    await asyncio.sleep(0)  # the loop arms at the earliest deadline (30 s)
+    assert not service._changed.is_set()
+    service.hold(held(clock, 0, 40))  # later: no wake
+    assert not service._changed.is_set()
+    service.hold(held(clock, 0, 1))  # earlier: the loop must re-arm
+    assert service._changed.is_set()
+    service.stop()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert len(woken) == 3  # stop answers every held pull

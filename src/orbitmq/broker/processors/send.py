@@ -10,6 +10,7 @@ commit. Response: msgId (offset id), queueId, queueOffset, plus MSG_REGION and T
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 import threading
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from orbitmq.broker.topics import (
 )
 from orbitmq.message import properties as P
 from orbitmq.message.batch import batch_wait_store_msg_ok, decode_batch
+from orbitmq.message.hashing import tags_code as compute_tags_code
 from orbitmq.message.hosts import pack_address, pack_host
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.message.record_decode import decode_record
@@ -92,6 +94,26 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
         text = "\x02".join(kept)
     cluster_entry = P.CLUSTER + "\x01" + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
+
+
+def _property(text: str, name: str) -> str | None:
+    """The value `decode_properties(text).get(name)` gives, found with two string searches instead of a
+    dict of every property (the last non-empty occurrence wins, as there)."""
+    key = "\x02" + name + "\x01"
+    end = len(text)
+    while True:
+        i = text.rfind(key, 0, end)
+        if i < 0:
+            start = len(key) - 1 if text.startswith(key[1:]) else -1
+            if start < 0:
+                return None
+        else:
+            start = i + len(key)
+        stop = text.find("\x02", start)
+        value = text[start:] if stop < 0 else text[start:stop]
+        if value or i < 0:
+            return value or None
+        end = i  # an empty value is dropped by decode_properties: look further left
 
 
 _SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
@@ -256,6 +278,10 @@ class SendProcessor:
         # per flush round (not one cross-thread wake-up per waiting message).
         self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
         self._flushed_lock = threading.Lock()
+        # syncFlushTimeout backstop (the flusher may be stuck in fdatasync and unable to time requests
+        # out itself): waits in arrival order, so deadlines ascend; one timer at the oldest deadline.
+        self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------------------------- send
     async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -350,6 +376,11 @@ class SendProcessor:
                         born_timestamp=born_timestamp,
                         born_host=born_host,
                         reconsume_times=reconsume_times,
+                        # read here once, so the store does not decode the properties again
+                        tags_code=compute_tags_code(_property(stored, P.TAGS)),
+                        properties_read=True,
+                        keys=_property(stored, P.KEYS),
+                        uniq_key=_property(stored, P.UNIQ_KEY),
                     )
                 )
                 return await self.respond(result, wait, queue_id, topic)
@@ -525,15 +556,27 @@ class SendProcessor:
                 loop.call_soon_threadsafe(self._resolve_flushed)
 
         self.app.store.request_flush(end_offset, done)
+        if future.done():
+            return future.result()
         # The send waits at most syncFlushTimeout (fact sheet 6.8), as RocketMQ's put thread does: a flush
         # that cannot finish in time answers FLUSH_DISK_TIMEOUT (the message stays stored).
-        timeout = self.app.store.config.sync_flush_timeout / 1000
-        # A timer instead of asyncio.wait_for: no extra task or callbacks per message.
-        timer = loop.call_later(timeout, _resolve, future, False)
-        try:
-            return await future
-        finally:
-            timer.cancel()
+        deadline = loop.time() + self.app.store.config.sync_flush_timeout / 1000
+        self._flush_waits.append((deadline, future))
+        if self._flush_timer is None:
+            self._flush_timer = loop.call_at(deadline, self._expire_flush_waits)
+        return await future
+
+    def _expire_flush_waits(self) -> None:
+        """Answer False to the waits past their deadline; re-arm at the oldest one still waiting."""
+        self._flush_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time() + 0.001  # call_at may fire up to the clock resolution early
+        waits = self._flush_waits
+        while waits and (waits[0][1].done() or waits[0][0] <= now):
+            _, future = waits.popleft()
+            _resolve(future, False)
+        if waits:
+            self._flush_timer = loop.call_at(waits[0][0], self._expire_flush_waits)
 
     def _resolve_flushed(self) -> None:
         with self._flushed_lock:
