@@ -18,6 +18,7 @@ from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import SLAVE, StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
 from orbitmq.store.stats import StoreStats
 
@@ -66,7 +67,12 @@ class ReadPath:
         offset: int,
         max_count: int,
         message_filter: Callable[[int], bool] | None,
+        *,
+        coalesce: bool = False,
     ) -> GetMessageResult:
+        """`coalesce`: records adjacent in the same commit-log file come back as ONE view (a pull reply
+        is then a few scatter-gather parts of the mapped log instead of one part per message);
+        `message_count` and `queue_offsets` still count messages."""
         S = GetMessageStatus
         cq = self.queues.find(topic, queue_id)
         if cq is None:
@@ -96,6 +102,7 @@ class ReadPath:
                     max_offset=max_offset,
                     max_count=max_count,
                     message_filter=message_filter,
+                    coalesce=coalesce,
                 )
         self.stats.get_message_times_total_miss += 1
         return GetMessageResult(status, next_offset, min_offset, max_offset)
@@ -110,6 +117,7 @@ class ReadPath:
         max_offset: int,
         max_count: int,
         message_filter: Callable[[int], bool] | None,
+        coalesce: bool = False,
     ) -> GetMessageResult:
         config = self.config
         commit_log = self.commit_log
@@ -121,6 +129,11 @@ class ReadPath:
         buffers: list[memoryview] = []
         queue_offsets: list[int] = []
         total = 0
+        found = 0  # messages taken (with `coalesce`, a buffer may hold several)
+        run_file: MappedFile | None = (
+            None  # the open run of adjacent records: its file, first and end position
+        )
+        run_start = run_end = 0
         next_file_start = _NO_FILE
         max_phy_pulling = 0
         unpack = _ENTRY.unpack_from
@@ -131,7 +144,7 @@ class ReadPath:
             if next_file_start != _NO_FILE and phy < next_file_start:
                 i += 1
                 continue
-            n = len(buffers)
+            n = found
             if n:
                 if n >= max_count:
                     break
@@ -150,21 +163,31 @@ class ReadPath:
             f = files.find(phy)
             pos = phy - f.file_from_offset if f is not None else 0
             if f is None or size <= 0 or pos + size > f.wrote_position:
-                if not buffers:
+                if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
                 i += 1
                 continue
-            buffers.append(f.view(pos, size))
+            if not coalesce:
+                buffers.append(f.view(pos, size))
+            elif f is run_file and pos == run_end:
+                run_end += size
+            else:
+                if run_file is not None:
+                    buffers.append(run_file.view(run_start, run_end - run_start))
+                run_file, run_start, run_end = f, pos, pos + size
+            found += 1
             queue_offsets.append(offset + i)
             total += size
             status = GetMessageStatus.FOUND
             next_file_start = _NO_FILE
             i += 1
+        if run_file is not None:
+            buffers.append(run_file.view(run_start, run_end - run_start))
         stats = self.stats
         if status is GetMessageStatus.FOUND:
             stats.get_message_times_total_found += 1
-            stats.get_message_transfered_msg_count += len(buffers)
+            stats.get_message_transfered_msg_count += found
         else:
             stats.get_message_times_total_miss += 1
         return GetMessageResult(
@@ -173,7 +196,7 @@ class ReadPath:
             min_offset,
             max_offset,
             buffers,
-            len(buffers),
+            found,
             max_phy - max_phy_pulling > memory_limit,
             total,
             queue_offsets,

@@ -140,8 +140,10 @@ def process_pull(
     message_filter: Callable[[int], bool] | None = None
     if subscription is not None and subscription.code_set and subscription.sub_string != "*":
         message_filter = subscription.matches_tags_code
-    store = app.store
-    result = store.get_messages(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
+    # Coalesced: adjacent records of the mapped log go out as one part each (scatter-gather reply).
+    result = app.store.reads.get_messages(
+        group, topic, queue_id, queue_offset, max_msg_nums, message_filter, coalesce=True
+    )
     status = result.status.name
     next_offset = result.next_begin_offset
     if status == "FOUND":
