@@ -48,6 +48,7 @@ from pyspark.sql.datasource import (
 
 from orbitmq.bench.cpu import descendants
 from orbitmq.message.hosts import pack_host
+from orbitmq.message.model import MessageQueue
 from orbitmq.message.record_layout import encode_record
 from orbitmq.spark.arrow_records import ROW_DDL, decode_batch, record_positions
 from orbitmq.spark.broker_access import BrokerAccess
@@ -270,7 +271,7 @@ def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
         wanted = WRITE_CEILING
     else:
         wanted = READ_CEILING
-    warm = [rate for n, rate, note in results if n == wanted and note.startswith("warm")]
+    warm = [rate for n, rate, note in results if n == wanted and note.split(";")[0] == "warm"]
     return sum(warm) / len(warm) if warm else 0.0
 
 
@@ -298,8 +299,11 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
 
         def measure(name: str, action: Any, note: str = "", rows: int = n) -> float:
             wait.start()
-            seconds = timed(action)
-            results.append((name, rows / seconds, "; ".join(x for x in (note, wait.note(seconds)) if x)))
+            started = time.perf_counter()
+            said = action()  # an action may return a note of its own
+            seconds = time.perf_counter() - started
+            notes = (note, said if isinstance(said, str) else "", wait.note(seconds))
+            results.append((name, rows / seconds, "; ".join(x for x in notes if x)))
             return seconds
 
         wait.start()
@@ -334,7 +338,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
                 "overwrite"
             ).save()
 
-        def available_now() -> None:
+        def available_now() -> str:
             checkpoint = workdir / f"checkpoint-{time.monotonic_ns()}"
             stream = (
                 spark.readStream.format("orbitmq").options(**read_options)
@@ -345,8 +349,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
                 .trigger(availableNow=True).start()
             )  # fmt: skip
             query.awaitTermination()
-            rows = sum(p["numInputRows"] for p in query.recentProgress)
+            progress = [p for p in query.recentProgress if p["numInputRows"]]
+            rows = sum(p["numInputRows"] for p in progress)
             assert rows == n, (rows, n)
+            # Spark's own figure: rows over the micro-batches' processing time (no query start).
+            busy = sum(p["numInputRows"] / p["processedRowsPerSecond"] for p in progress)
+            return f"engine {n / busy:,.0f}/s over {len(progress)} micro-batch(es)"
 
         # Read rows, the ceiling measured right before and after them (A/B interleaved, same minute).
         measure("batch read -> noop", batch_read, "first query of the session")
@@ -390,8 +398,13 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             measure(WRITE_ALL_CEILING, sink_ceiling(all_columns), "warm")
             measure("batch write, all columns (acked)", writer(all_columns, "bench_all"), "all columns")
         for topic in ("bench_out", "bench_all"):
+            stored = sum(
+                access.run(access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q)))
+                for q in range(args.queues)
+            )
             written = spark.read.format("orbitmq").option("namesrv", server.address).option("topic", topic)
-            assert written.load().count() == n * args.rounds, topic
+            read_back = written.load().count()
+            assert stored == read_back == n * args.rounds, (topic, stored, read_back, n * args.rounds)
 
         if args.latency_seconds > 0:
             results.append(stream_latency(spark, server, args, workdir, wait))

@@ -101,7 +101,7 @@ def ceiling_rate(rows: list[SparkRow]) -> float | None:
     ceilings = [r for r in rows if r.is_ceiling and r.rows_per_s > 0]
     if not ceilings:
         return None
-    warm = [r for r in ceilings if r.note.startswith("warm")]
+    warm = [r for r in ceilings if _label(r.note) == "warm"]  # not the "warm-up run"
     return (warm or ceilings)[-1].rows_per_s
 
 
