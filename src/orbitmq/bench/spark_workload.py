@@ -189,7 +189,7 @@ async def run(
     if why is not None:
         return [Measurement("W7", "-", SYSTEM, note=why, skipped=True)]
     # Spark start-up, filling the topic, ~17 passes over N rows and a 25 s latency run; bounded.
-    timeout = 300.0 + messages / 1000.0
+    timeout = 300.0 + messages / 250.0
     progress.begin(f"W7 spark_bench.py --messages {messages:,}", timeout, "rows come at the end")
     # Raised broker pull limits (the README's bulk-read tip): RocketMQ's 32 messages per pull would
     # measure the broker's per-request cost, not the connector.
