@@ -122,6 +122,8 @@ def to_measurements(rows: list[SparkRow], messages: int, body_size: int) -> list
     the read ceiling, writes with the writer ceiling of the same columns); recomputed against the read
     ceiling only when the script printed none. The streaming row's latency goes into `latency`."""
     ceiling = ceiling_rate(rows)
+    # A script that prints ratios decides which rows have one (not the setup or the latency row).
+    printed = any(r.printed_ratio is not None for r in rows)
     out: list[Measurement] = []
     seen: dict[str, int] = {}
     for row in rows:
@@ -135,16 +137,21 @@ def to_measurements(rows: list[SparkRow], messages: int, body_size: int) -> list
         if latency:
             p50, p99, count = float(latency[1]), float(latency[2]), int(latency[3].replace(",", ""))
             m.latency = LatencySummary(count, math.nan, p50 * 1000, p99 * 1000, math.nan)
-        if row.rows_per_s > 0 and messages > 0 and not latency:
+        if row.rows_per_s > 0 and messages > 0:
             m.messages = messages
             m.seconds = messages / row.rows_per_s
         ratio = row.printed_ratio
-        if ratio is None and ceiling and not latency:
+        if ratio is None and ceiling and not printed and not latency:
             ratio = row.rows_per_s / ceiling
         notes = []
         if ratio is not None and math.isfinite(ratio):
             m.extra["ceiling_ratio"] = ratio
-            notes.append(f"{ratio:.2f}x the Arrow ceiling of this run")
+            which = (
+                "Arrow writer ceiling"
+                if row.path.startswith(("batch write", "arrow writer"))
+                else "Arrow ceiling"
+            )
+            notes.append(f"{ratio:.2f}x the {which} of this run")
         m.extra["rows_per_s"] = row.rows_per_s
         rest = row.note[len(label) :].lstrip(" ;") if label else row.note
         if rest:

@@ -23,7 +23,7 @@ Setting default log level to "WARN".
 
 orbitmq Spark connector, 200,000 messages of 1024 B, 4 queues, local[2], RocketMQ default pull limits
 path                                                      rows/s  x ceiling  note
-produce (raw batch sends, setup)                         101,234       0.20
+produce (raw batch sends, setup)                         101,234          -
 consume (raw: pull + Arrow decode, no Spark)             812,000       1.62
 arrow ceiling (Spark, pre-built batches -> noop)         400,000       0.80  warm-up run
 arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  warm; runq wait 0.20 s/s (broker 0.05)
@@ -75,7 +75,8 @@ def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
     assert write.note.endswith("runq wait 0.31 s/s (broker 0.10)")
     live = by_case["stream latency (processingTime 1 s, live producer)"]
     assert (live.latency.p50_us, live.latency.p99_us, live.latency.count) == (812_000, 1_404_000, 30_012)
-    assert "ceiling_ratio" not in live.extra
+    assert "ceiling_ratio" not in live.extra and live.msgs_per_s == pytest.approx(2_001)
+    assert "ceiling_ratio" not in by_case["produce (raw batch sends, setup)"].extra  # printed "-"
 
 
 def test_a_changed_header_or_no_ceiling_still_parses() -> None:
