@@ -134,6 +134,8 @@ class ReadPath:
             None  # the open run of adjacent records: its file, first and end position
         )
         run_start = run_end = 0
+        cur: MappedFile | None = None  # the segment of the last record found, and its byte range
+        cur_lo, cur_hi = 0, -1
         next_file_start = _NO_FILE
         max_phy_pulling = 0
         unpack = _ENTRY.unpack_from
@@ -160,7 +162,12 @@ class ReadPath:
             if message_filter is not None and not message_filter(tags):
                 i += 1
                 continue
-            f = files.find(phy)
+            if cur_lo <= phy < cur_hi:  # most records sit in the segment of the previous one
+                f = cur
+            else:
+                f = files.find(phy)
+                if f is not None:
+                    cur, cur_lo, cur_hi = f, f.file_from_offset, f.file_from_offset + f.file_size
             pos = phy - f.file_from_offset if f is not None else 0
             if f is None or size <= 0 or pos + size > f.wrote_position:
                 if not found:
