@@ -130,37 +130,32 @@ class ReadPath:
         queue_offsets: list[int] = []
         total = 0
         found = 0  # messages taken (with `coalesce`, a buffer may hold several)
-        run_file: MappedFile | None = (
-            None  # the open run of adjacent records: its file, first and end position
-        )
+        # The open run of adjacent records (with `coalesce`): its file, first and end position.
+        run_file: MappedFile | None = None
         run_start = run_end = 0
         cur: MappedFile | None = None  # the segment of the last record found, and its byte range
         cur_lo, cur_hi = 0, -1
         next_file_start = _NO_FILE
         max_phy_pulling = 0
-        unpack = _ENTRY.unpack_from
+        disk_bytes = config.max_transfer_bytes_on_message_in_disk
+        disk_count = config.max_transfer_count_on_message_in_disk
+        memory_bytes = config.max_transfer_bytes_on_message_in_memory
+        memory_count = config.max_transfer_count_on_message_in_memory
         i = 0
-        while i < limit:
-            phy, size, tags = unpack(entries, i * 20)
+        for i, (phy, size, tags) in enumerate(_ENTRY.iter_unpack(entries[: limit * 20])):
             max_phy_pulling = phy
             if next_file_start != _NO_FILE and phy < next_file_start:
-                i += 1
                 continue
             n = found
             if n:
                 if n >= max_count:
                     break
                 if max_phy - phy > memory_limit:
-                    if total + size > config.max_transfer_bytes_on_message_in_disk or (
-                        n > config.max_transfer_count_on_message_in_disk - 1
-                    ):
+                    if total + size > disk_bytes or n > disk_count - 1:
                         break
-                elif total + size > config.max_transfer_bytes_on_message_in_memory or (
-                    n > config.max_transfer_count_on_message_in_memory - 1
-                ):
+                elif total + size > memory_bytes or n > memory_count - 1:
                     break
             if message_filter is not None and not message_filter(tags):
-                i += 1
                 continue
             if cur_lo <= phy < cur_hi:  # most records sit in the segment of the previous one
                 f = cur
@@ -173,7 +168,6 @@ class ReadPath:
                 if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
-                i += 1
                 continue
             if not coalesce:
                 buffers.append(f.view(pos, size))
@@ -188,7 +182,8 @@ class ReadPath:
             total += size
             status = GetMessageStatus.FOUND
             next_file_start = _NO_FILE
-            i += 1
+        else:
+            i = limit  # every scanned entry was looked at: the next pull starts after them
         if run_file is not None:
             buffers.append(run_file.view(run_start, run_end - run_start))
         stats = self.stats
