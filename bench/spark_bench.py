@@ -11,7 +11,15 @@ rows/s for:
                       data source into the noop sink: the most a Python source can deliver here
   batch read          spark.read.format("orbitmq") ... into noop (first run, then warm)
   availableNow        spark.readStream.format("orbitmq") ... trigger(availableNow) into noop
-  batch write         N rows of `size`-byte bodies through df.write.format("orbitmq")
+  arrow writer ceiling  the same N rows into a trivial Python Arrow sink that only counts them
+  batch write         N rows of `size`-byte bodies through df.write.format("orbitmq"), body only and
+                      with every optional column (sharding_key, tags, keys, properties)
+  stream latency      a processingTime 1 s query over a topic a live producer feeds at --rate msgs/s:
+                      rows/s and the born timestamp -> sink delay p50/p99 (ms)
+
+Each row's note has the run-queue wait of this process tree (the JVM, its Python workers and the
+broker) during the phase, from /proc/PID/schedstat: the box is shared, so a low ratio with a high wait
+says "starved", not "slow".
 """
 
 from __future__ import annotations
@@ -23,15 +31,24 @@ import shutil
 import struct
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
+from orbitmq.bench.cpu import descendants
 from orbitmq.message.hosts import pack_host
+from orbitmq.message.model import MessageQueue
 from orbitmq.message.record_layout import encode_record
 from orbitmq.spark.arrow_records import ROW_DDL, decode_batch, record_positions
 from orbitmq.spark.broker_access import BrokerAccess
@@ -127,6 +144,69 @@ class CeilingReader(DataSourceReader):
             remaining -= n
 
 
+class SinkCeiling(DataSource):
+    """The Arrow writer ceiling: Spark hands Arrow batches to a Python sink that only counts rows."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_sink_ceiling"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return CountingWriter()
+
+
+class CountingWriter(DataSourceArrowWriter):
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        for _ in iterator:  # the batches arrive and are dropped: Spark's side of a write, nothing else
+            pass
+        return WriterCommitMessage()
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        pass
+
+
+# ---- run-queue wait of the process tree (the box is shared: waiting is not working) --------------
+
+
+class TreeWait:
+    """Run-queue wait (s) of this process and its descendants between `start()` and `note(wall)`;
+    a process's threads are all counted (schedstat of the whole process is the sum of its threads)."""
+
+    def __init__(self, broker_pid: int | None = None) -> None:
+        self.broker_pid = broker_pid
+        self.before: dict[int, float] = {}
+
+    def _sample(self) -> dict[int, float]:
+        pids = [os.getpid(), *descendants(os.getpid())]
+        return {pid: _process_wait(pid) for pid in pids}
+
+    def start(self) -> None:
+        self.before = self._sample()
+
+    def note(self, wall: float) -> str:
+        after = self._sample()
+        waits = {pid: w - self.before.get(pid, 0.0) for pid, w in after.items()}
+        total = sum(waits.values())
+        broker = waits.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
+        return f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
+
+
+def _process_wait(pid: int) -> float:
+    """Sum over the process's threads (/proc/PID/schedstat is the main thread only)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    total = 0.0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def timed(action: Any) -> float:
     started = time.perf_counter()
     action()
@@ -147,6 +227,11 @@ def main() -> int:
         help="raise the broker's maxTransferCountOnMessageInMemory to N (and 4 MiB per pull) and read "
         "with pullBatchSize=N (default: RocketMQ's 32 messages / 256 KiB)",
     )
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved ceiling/connector rounds")
+    parser.add_argument("--rate", type=int, default=2000, help="live producer msgs/s for the latency row")
+    parser.add_argument(
+        "--latency-seconds", type=float, default=20.0, help="measured span of the latency row (0: skip)"
+    )
     args = parser.parse_args()
     n, size = args.messages, args.size
 
@@ -161,13 +246,33 @@ def main() -> int:
         f", broker maxTransfer {args.max_transfer}" if args.max_transfer else ", RocketMQ default pull limits"
     )
     print(f"\norbitmq Spark connector, {n:,} messages of {size} B, {args.queues} queues, local[2]{tuning}")
-    # W7's target is a ratio to the Arrow ceiling of the same run (the box is shared and noisy).
-    ceiling = next((r for name, r, note in results if name.startswith("arrow ceiling") and note == "warm"), 0)
+    # W7's target is a ratio to the Arrow ceiling of the same run (the box is shared and noisy): reads
+    # against the read ceiling, each write against the writer ceiling with the same columns.
     print(f"{'path':<52}{'rows/s':>12}{'x ceiling':>11}  note")
     for name, rate, note in results:
-        ratio = f"{rate / ceiling:.2f}" if ceiling else "-"
+        ceiling = ceiling_for(name, results)
+        ratio = f"{rate / ceiling:.2f}" if ceiling and rate else "-"
         print(f"{name:<52}{rate:>12,.0f}{ratio:>11}  {note}")
     return 0
+
+
+READ_CEILING = "arrow ceiling (Spark, pre-built batches -> noop)"
+WRITE_CEILING = "arrow writer ceiling (Spark -> counting Arrow sink)"
+WRITE_ALL_CEILING = "arrow writer ceiling, all columns"
+
+
+def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
+    """The mean of the warm rows of the ceiling that `name` is compared with (0: none applies)."""
+    if name.startswith(("stream latency", "produce")):
+        return 0.0
+    if name.startswith(("batch write, all columns", "arrow writer ceiling, all")):
+        wanted = WRITE_ALL_CEILING
+    elif name.startswith(("batch write", "arrow writer ceiling")):
+        wanted = WRITE_CEILING
+    else:
+        wanted = READ_CEILING
+    warm = [rate for n, rate, note in results if n == wanted and note.split(";")[0] == "warm"]
+    return sum(warm) / len(warm) if warm else 0.0
 
 
 def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]:
@@ -184,14 +289,29 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
     with start_serve(workdir, **broker_conf) as server:
         read_options["namesrv"] = server.address
         access = BrokerAccess([server.address], timeout_s=30)
-        for topic in ("bench", "bench_out"):
+        topics = ("bench", "bench_out", "bench_all", "bench_live")
+        for topic in topics:
             access.run(access.api.create_topic(server.broker_addr, topic, read_queue_nums=args.queues,
                                                write_queue_nums=args.queues))  # fmt: skip
-        while "bench_out" not in access.topic_queues(["bench_out"]):
+        while len(access.topic_queues(list(topics))) < len(topics):
             time.sleep(0.1)
-        rate = produce(access, server.broker_addr, "bench", queues=args.queues, total=n, size=size)
-        results.append(("produce (raw batch sends, setup)", rate, ""))
-        results.append(("consume (raw: pull + Arrow decode, no Spark)", raw_consume(read_options, n), ""))
+        wait = TreeWait(server.pid)
+
+        def measure(name: str, action: Any, note: str = "", rows: int = n) -> float:
+            wait.start()
+            started = time.perf_counter()
+            said = action()  # an action may return a note of its own
+            seconds = time.perf_counter() - started
+            notes = (note, said if isinstance(said, str) else "", wait.note(seconds))
+            results.append((name, rows / seconds, "; ".join(x for x in notes if x)))
+            return seconds
+
+        wait.start()
+        started = time.perf_counter()
+        produce(access, server.broker_addr, "bench", queues=args.queues, total=n, size=size)
+        measure("produce (raw batch sends, setup)", lambda: None, rows=0)
+        results[-1] = ("produce (raw batch sends, setup)", n / (time.perf_counter() - started), "")
+        measure("consume (raw: pull + Arrow decode, no Spark)", lambda: raw_consume(read_options, n))
 
         from pyspark.sql import SparkSession
 
@@ -207,6 +327,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(CeilingSource)
+        spark.dataSource.register(SinkCeiling)
 
         def ceiling() -> None:
             source = spark.read.format("arrow_ceiling").option("rows", str(n)).option("size", str(size))
@@ -217,54 +338,151 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
                 "overwrite"
             ).save()
 
-        first = timed(batch_read)
-        results.append(
-            ("arrow ceiling (Spark, pre-built batches -> noop)", n / timed(ceiling), "warm-up run")
-        )
-        results.append(("arrow ceiling (Spark, pre-built batches -> noop)", n / timed(ceiling), "warm"))
-        results.append(("batch read -> noop", n / first, "first query of the session"))
-        results.append(("batch read -> noop", n / timed(batch_read), "warm"))
+        def available_now() -> str:
+            checkpoint = workdir / f"checkpoint-{time.monotonic_ns()}"
+            stream = (
+                spark.readStream.format("orbitmq").options(**read_options)
+                .option("startingOffsets", "earliest").load()
+            )  # fmt: skip
+            query = (
+                stream.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                .trigger(availableNow=True).start()
+            )  # fmt: skip
+            query.awaitTermination()
+            progress = [p for p in query.recentProgress if p["numInputRows"]]
+            rows = sum(p["numInputRows"] for p in progress)
+            assert rows == n, (rows, n)
+            # Spark's own figure: rows over the micro-batches' processing time (no query start).
+            busy = sum(p["numInputRows"] / p["processedRowsPerSecond"] for p in progress)
+            return f"engine {n / busy:,.0f}/s over {len(progress)} micro-batch(es)"
 
-        checkpoint = workdir / "checkpoint"
-        stream = (
-            spark.readStream.format("orbitmq").options(**read_options)
-            .option("startingOffsets", "earliest").load()
-        )  # fmt: skip
-        started = time.perf_counter()
-        query = (
-            stream.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True).start()
-        )  # fmt: skip
-        query.awaitTermination()
-        wall = time.perf_counter() - started
-        engine = max(
-            (p["processedRowsPerSecond"] for p in query.recentProgress if p["numInputRows"]), default=0
-        )
-        rows = sum(p["numInputRows"] for p in query.recentProgress)
-        assert rows == n, (rows, n)
-        results.append(
-            ("availableNow stream -> noop", n / wall, f"wall incl. query start; engine {engine:,.0f}/s")
-        )
+        # Read rows, the ceiling measured right before and after them (A/B interleaved, same minute).
+        measure("batch read -> noop", batch_read, "first query of the session")
+        measure(READ_CEILING, ceiling, "warm-up run")
+        for _ in range(args.rounds):
+            measure(READ_CEILING, ceiling, "warm")
+            measure("batch read -> noop", batch_read, "warm")
+            measure("availableNow stream -> noop", available_now, "wall incl. query start")
 
         frame = (
-            spark.range(n).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS body").repartition(args.queues)
-        )
+            spark.range(n).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS body", "id")
+            .repartition(args.queues)
+        )  # fmt: skip
         frame = frame.cache()
         frame.count()
-
-        def write() -> None:
-            frame.write.format("orbitmq").option("namesrv", server.address).option("topic", "bench_out").mode(
-                "append"
-            ).save()
-
-        results.append(("batch write (Arrow writer, acked)", n / timed(write), ""))
-        written = (
-            spark.read.format("orbitmq").option("namesrv", server.address).option("topic", "bench_out").load()
+        body_only = frame.select("body")
+        all_columns = frame.selectExpr(
+            "body",
+            "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
+            "'TagA' AS tags",
+            "concat('k', CAST(id AS STRING)) AS keys",
+            "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
         )
-        assert written.count() == n
+
+        def writer(df: Any, topic: str) -> Any:
+            return lambda: (
+                df.write.format("orbitmq")
+                .option("namesrv", server.address)
+                .option("topic", topic)
+                .mode("append")
+                .save()
+            )
+
+        def sink_ceiling(df: Any) -> Any:
+            return lambda: df.write.format("arrow_sink_ceiling").mode("append").save()
+
+        sink_ceiling(body_only)()  # warm-up
+        for _ in range(args.rounds):
+            measure(WRITE_CEILING, sink_ceiling(body_only), "warm")
+            measure("batch write (Arrow writer, acked)", writer(body_only, "bench_out"), "body only")
+            measure(WRITE_ALL_CEILING, sink_ceiling(all_columns), "warm")
+            measure("batch write, all columns (acked)", writer(all_columns, "bench_all"), "all columns")
+        for topic in ("bench_out", "bench_all"):
+            stored = sum(
+                access.run(access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q)))
+                for q in range(args.queues)
+            )
+            written = spark.read.format("orbitmq").option("namesrv", server.address).option("topic", topic)
+            read_back = written.load().count()
+            assert stored == read_back == n * args.rounds, (topic, stored, read_back, n * args.rounds)
+
+        if args.latency_seconds > 0:
+            results.append(stream_latency(spark, server, args, workdir, wait))
         spark.stop()
         access.close()
     return results
+
+
+def stream_latency(
+    spark: Any, server: Any, args: argparse.Namespace, workdir: Path, wait: TreeWait
+) -> tuple[str, float, str]:
+    """A processingTime 1 s query over a topic fed live at `args.rate` msgs/s; each row's delay is
+    (time it reached the sink, a foreachBatch in this driver) - (its born timestamp)."""
+    access = BrokerAccess([server.address], timeout_s=30)
+    stop = threading.Event()
+    sent = [0]
+    props = b"TAGS\x01live"
+    per_tick = max(1, args.rate // 100)  # 100 batches a second
+    body = b"x" * args.size
+    entry = _ENTRY.pack(22 + len(body) + len(props), 0, 0, 0, len(body)) + body
+    entry += struct.pack(">h", len(props)) + props
+
+    def producer() -> None:
+        next_tick = time.monotonic()
+        queue = 0
+        while not stop.is_set():
+            header = {"a": "bench", "b": "bench_live", "c": "TBW102", "d": "4", "e": str(queue), "f": "0",
+                      "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
+                      "m": "true", "n": "broker-a"}  # fmt: skip
+            resp = access.run(access.send_batch_raw(server.broker_addr, header, entry * per_tick, 30.0))
+            if resp.code == 0:
+                sent[0] += per_tick
+            queue = (queue + 1) % args.queues
+            next_tick += 0.01
+            time.sleep(max(0.0, next_tick - time.monotonic()))
+
+    delays: list[float] = []
+    received = [0]
+    warm_until = [0.0]
+
+    def sink(batch_df: Any, batch_id: int) -> None:
+        born = [r[0] for r in batch_df.selectExpr("unix_millis(born_timestamp)").collect()]
+        now = time.time() * 1000
+        received[0] += len(born)
+        if time.monotonic() >= warm_until[0]:
+            delays.extend(now - b for b in born)
+
+    thread = threading.Thread(target=producer, name="live-producer", daemon=True)
+    thread.start()
+    query = (
+        spark.readStream.format("orbitmq").option("namesrv", server.address).option("topic", "bench_live")
+        .option("startingOffsets", "latest").load()
+        .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "latency-checkpoint"))
+        .trigger(processingTime="1 second").start()
+    )  # fmt: skip
+    try:
+        warm_until[0] = time.monotonic() + 5.0  # query start and the first batches
+        time.sleep(5.0)
+        wait.start()
+        rows_before, started = received[0], time.perf_counter()
+        time.sleep(args.latency_seconds)
+        wall = time.perf_counter() - started
+        rows = received[0] - rows_before
+    finally:
+        query.stop()
+        stop.set()
+        thread.join(10)
+        access.close()
+    delays.sort()
+    if not delays:
+        return ("stream latency (processingTime 1 s, live producer)", 0.0, "no rows reached the sink")
+    p50 = delays[len(delays) // 2]
+    p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
+    note = (
+        f"latency p50 {p50:.0f} ms p99 {p99:.0f} ms over {len(delays):,} rows; producer "
+        f"{args.rate:,}/s; {wait.note(wall)}"
+    )
+    return ("stream latency (processingTime 1 s, live producer)", rows / wall, note)
 
 
 if __name__ == "__main__":

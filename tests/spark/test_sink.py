@@ -98,3 +98,21 @@ def test_streaming_write_copies_a_topic(spark: Any, cluster: Cluster, tmp_path: 
     copied = load(spark, cluster, "copied")
     assert sorted(bytes(r.body) for r in copied) == sorted(e[2] for e in cluster.expected("views"))
     assert len({r.msg_id for r in copied}) == len(copied)
+
+
+def test_topic_column_spreads_rows_over_two_topics(spark: Any, cluster: Cluster) -> None:
+    cluster.create_topic("to_left", 2)
+    cluster.create_topic("to_right", 3)
+    df = spark.createDataFrame(
+        [(f"r-{i}", "to_left" if i % 3 else "to_right", f"key{i % 4}") for i in range(90)],
+        "body string, topic string, sharding_key string",
+    ).repartition(2)
+    df.write.format("orbitmq").option("namesrv", cluster.namesrv).mode("append").save()
+    left, right = load(spark, cluster, "to_left"), load(spark, cluster, "to_right")
+    assert sorted(bytes(r.body).decode() for r in left) == sorted(f"r-{i}" for i in range(90) if i % 3)
+    assert sorted(bytes(r.body).decode() for r in right) == sorted(f"r-{i}" for i in range(0, 90, 3))
+    for rows in (left, right):  # per topic, one queue per key
+        queues: dict[str, set[int]] = {}
+        for r in rows:
+            queues.setdefault(f"key{int(bytes(r.body).decode()[2:]) % 4}", set()).add(r.queue_id)
+        assert all(len(q) == 1 for q in queues.values())

@@ -1,8 +1,11 @@
 """The `orbitmq` Spark sink: rows to messages, sent as SEND_BATCH_MESSAGE from Arrow batches.
 
 Rows become batch-wire-format entries a column at a time (numpy + Arrow compute, one copy of the
-bodies) when the topic is the `topic` option and there is no `sharding_key` or `properties` column;
-otherwise row by row. Up to `sendConcurrency` batch sends are in flight per task.
+bodies), all optional columns included; each row's queue is computed for the whole Arrow batch (the
+Java hash once per distinct sharding key), and the entries are reordered (stably) so that each queue's
+rows are one contiguous run sent as slices of one buffer. Only a batch with a null body takes the
+row-by-row path (it names the row). Up to `sendConcurrency` batch sends are in flight per task; the
+acknowledgements are awaited once, when the task's partition is done.
 
 Columns (only `body` is required; any other column is an error, to catch typos):
   body binary|string, topic string (or the `topic` option, which wins), tags string,
@@ -219,26 +222,61 @@ class _TaskSender:
             await self._add_rows(batch)
 
     async def _add_columnar(self, batch: pa.RecordBatch) -> None:
-        """The common case (one topic, no sharding key, no properties column) without Python per row:
-        every entry of the batch wire format is built with numpy and Arrow compute into ONE buffer, and
-        each batch sent is a run of consecutive entries (a slice of it, sent as is)."""
+        """Without Python per row: entries built into ONE buffer (`_entries`), the queue of every row
+        computed per batch (`_queue_plan`), then each queue's rows appended as runs of that buffer."""
         opts = self.options
-        topic = opts.topic
-        assert topic is not None
         n = batch.num_rows
-        route = self.routes.get(topic) or await self._route(topic)
-        writable = self.writable.get(topic)
-        if writable is None:
-            writable = self.writable[topic] = route.writable()
+        if opts.topic is not None:
+            topic_names, topic_of_row = [opts.topic], np.zeros(n, dtype=np.int64)
+        else:
+            encoded = pc.dictionary_encode(batch.column("topic"))
+            topic_names = encoded.dictionary.to_pylist()
+            topic_of_row = np.asarray(pc.fill_null(encoded.indices, -1), dtype=np.int64)
+            empty = [i for i, t in enumerate(topic_names) if not t]
+            missing = np.flatnonzero((topic_of_row < 0) | np.isin(topic_of_row, empty))
+            if missing.size:
+                raise ValueError(
+                    f"row {self.row + int(missing[0])}: no topic (null 'topic' column and no 'topic' option)"
+                )
+        writables: list[list[QueueRef]] = []
+        addresses: list[dict[str, str]] = []
+        for topic in topic_names:
+            route = self.routes.get(topic) or await self._route(topic)
+            writable = self.writable.get(topic)
+            if writable is None:
+                writable = self.writable[topic] = route.writable()
+            writables.append(writable)
+            addresses.append(route.addresses)
+        keys = batch.column("sharding_key") if "sharding_key" in batch.schema.names else None
+        queue_of_row, self.spread = _queue_plan(
+            topic_of_row, [len(w) for w in writables], keys, self.spread, opts.max_batch_messages
+        )
         entries = _entries(batch, self.prefix, self.row)
         self.row += n
+        # One group per (topic, queue); a stable sort keeps each queue's rows in their order.
+        width = max(len(w) for w in writables)
+        group = topic_of_row * width + queue_of_row
+        if n > 1 and bool(np.any(group[1:] < group[:-1])):
+            order = np.argsort(group, kind="stable")
+            entries = entries.take(pa.array(order))
+            group = group[order]
         offsets = np.frombuffer(entries.buffers()[1], dtype=np.int32)[entries.offset : entries.offset + n + 1]
         data = memoryview(entries.buffers()[2])
-        per_batch = opts.max_batch_messages
-        i = 0
-        while i < n:
-            queue = writable[(self.spread // per_batch) % len(writable)]
-            run_left = per_batch - self.spread % per_batch  # rows until the spread moves to the next queue
+        bounds = np.flatnonzero(np.diff(group)) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), n]
+        for first, end in zip(starts, ends, strict=True):
+            t, q = divmod(int(group[first]), width)
+            queue = writables[t][q]
+            await self._append_run(queue, addresses[t][queue.broker], offsets, data, i=first, end=end)
+
+    async def _append_run(
+        self, queue: QueueRef, address: str, offsets: np.ndarray, data: memoryview, *, i: int, end: int
+    ) -> None:
+        """Entries [i, end) of one buffer into `queue`'s open batches (at most maxBatchMessages and
+        MAX_BATCH_BYTES each): each batch gets slices of the buffer, never a copy."""
+        per_batch = self.options.max_batch_messages
+        while i < end:
             pending = self.open.get(queue)
             if pending is not None and (
                 pending.count >= per_batch
@@ -247,15 +285,14 @@ class _TaskSender:
                 await self._dispatch(self.open.pop(queue))
                 pending = None
             if pending is None:
-                pending = self.open[queue] = _Batch(queue, route.addresses[queue.broker], [])
-            room = min(run_left, n - i, per_batch - pending.count)
+                pending = self.open[queue] = _Batch(queue, address, [])
+            room = min(end - i, per_batch - pending.count)
             budget = int(offsets[i]) + MAX_BATCH_BYTES - pending.size
             fits = int(np.searchsorted(offsets, budget, side="right")) - 1 - i
             j = i + max(1, min(room, fits))
             pending.parts.append(data[int(offsets[i]) : int(offsets[j])])
             pending.size += int(offsets[j] - offsets[i])
             pending.count += j - i
-            self.spread += j - i
             i = j
 
     async def _add_rows(self, batch: pa.RecordBatch) -> None:
@@ -326,12 +363,41 @@ _UNIQ_PREFIX = f"{P.UNIQ_KEY}\x01".encode()
 
 
 def _columnar_ok(batch: pa.RecordBatch, options: SinkOptions) -> bool:
-    names = batch.schema.names
-    if options.topic is None or "properties" in names or "sharding_key" in names:
-        return False
-    if batch.column("body").null_count:
-        return False  # the row path reports which row
-    return "keys" not in names or pa.types.is_string(batch.schema.field("keys").type)
+    """Every batch but one with a null body (the row path reports which row)."""
+    return not batch.column("body").null_count
+
+
+def _queue_plan(
+    topic_of_row: np.ndarray,
+    queue_counts: list[int],
+    keys: pa.Array | None,
+    spread: int,
+    per_batch: int,
+) -> tuple[np.ndarray, int]:
+    """The queue index (into its topic's writable queues) of every row, and the new spread counter.
+
+    A row with a sharding key goes to abs(Java String.hashCode(key)) modulo its topic's queue count
+    (RocketMQ's SelectMessageQueueByHash); the hash is computed once per distinct key. Rows without
+    one take the spread counter in row order and change queue every `per_batch` rows."""
+    n = len(topic_of_row)
+    counts = np.asarray(queue_counts, dtype=np.int64)[topic_of_row]
+    keyed = np.zeros(n, dtype=bool)
+    queue = np.zeros(n, dtype=np.int64)
+    if keys is not None:
+        encoded = pc.dictionary_encode(keys)
+        hashes = np.asarray(
+            [abs(java_string_hash(k)) for k in encoded.dictionary.to_pylist()] or [0], dtype=np.int64
+        )
+        indices = encoded.indices
+        keyed = np.asarray(pc.is_valid(indices), dtype=bool)
+        idx = np.asarray(pc.fill_null(indices, 0), dtype=np.int64)
+        queue = np.where(keyed, hashes[idx] % counts, 0)
+    free = ~keyed
+    taken = int(free.sum())
+    if taken:
+        turns = spread + np.arange(taken, dtype=np.int64)
+        queue[free] = (turns // per_batch) % counts[free]
+    return queue, spread + taken
 
 
 def _property(name: str, values: pa.Array) -> pa.Array:
@@ -341,6 +407,49 @@ def _property(name: str, values: pa.Array) -> pa.Array:
         pa.scalar(f"{name}\x01".encode(), pa.binary()), values, pa.scalar(b"\x02", pa.binary()), b""
     )
     return pc.if_else(pc.greater(pc.binary_length(values), 0), joined, pa.scalar(b"", pa.binary()))
+
+
+def _non_empty(values: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(pc.greater(pc.binary_length(values.cast(pa.binary())), 0), False))
+
+
+def _rebuild_lists(n: int, parents: np.ndarray, values: pa.Array) -> pa.Array:
+    """A list array of n rows whose row i holds the `values` whose parent is i (parents ascending)."""
+    counts = np.bincount(parents, minlength=n) if parents.size else np.zeros(n, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), values)
+
+
+def _joined_keys(keys: pa.Array) -> pa.Array:
+    """array<string> keys as one space-separated string per row, empty and null elements left out."""
+    flat = pc.list_flatten(keys)
+    parents = np.asarray(pc.list_parent_indices(keys), dtype=np.int64)
+    keep = _non_empty(flat)
+    lists = _rebuild_lists(len(keys), parents[keep], flat.filter(pa.array(keep)))
+    return pc.binary_join(lists, " ")
+
+
+def _map_properties(props: pa.Array, tags: pa.Array | None, keys: pa.Array | None) -> pa.Array:
+    """The `properties` map as `name` U+0001 `value` U+0002 runs (binary, one per row). Entries with a
+    null value are left out (as the row path and Java do), so are UNIQ_KEY (the sink sets it) and TAGS /
+    KEYS where the row's `tags` / `keys` column sets them."""
+    n = len(props)
+    entry = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())])
+    lists = props.cast(pa.list_(entry))
+    flat = pc.list_flatten(lists)
+    parents = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    names, values = flat.field("key"), flat.field("value")
+    keep = np.asarray(pc.is_valid(values)) & np.asarray(pc.not_equal(names, P.UNIQ_KEY))
+    for name, column in ((P.TAGS, tags), (P.KEYS, keys)):
+        if column is not None:
+            overridden = _non_empty(column)[parents] & np.asarray(pc.equal(names, name))
+            keep &= ~overridden
+    pieces = pc.binary_join_element_wise(
+        names.cast(pa.binary()), pc.fill_null(values.cast(pa.binary()), b""), pa.scalar(b"\x01", pa.binary())
+    )
+    pieces = pc.binary_join_element_wise(pieces, pa.scalar(b"", pa.binary()), pa.scalar(b"\x02", pa.binary()))
+    lists_kept = _rebuild_lists(n, parents[keep], pieces.filter(pa.array(keep)))
+    return pc.binary_join(lists_kept, pa.scalar(b"", pa.binary()))
 
 
 def _entries(batch: pa.RecordBatch, prefix: bytes, first_row: int) -> pa.Array:
@@ -353,10 +462,16 @@ def _entries(batch: pa.RecordBatch, prefix: bytes, first_row: int) -> pa.Array:
     names = batch.schema.names
     body = batch.column("body").cast(pa.binary())
     parts: list[pa.Array] = []
-    if "tags" in names:
-        parts.append(_property(P.TAGS, batch.column("tags")))
-    if "keys" in names:
-        parts.append(_property(P.KEYS, batch.column("keys")))
+    tags = batch.column("tags") if "tags" in names else None
+    keys = batch.column("keys") if "keys" in names else None
+    if keys is not None and not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+        keys = _joined_keys(keys)
+    if "properties" in names:
+        parts.append(_map_properties(batch.column("properties"), tags, keys))
+    if tags is not None:
+        parts.append(_property(P.TAGS, tags))
+    if keys is not None:
+        parts.append(_property(P.KEYS, keys))
     rows = np.arange(first_row, first_row + n, dtype=np.uint64).astype(">u8").view(np.uint8).reshape(n, 8)
     ids = np.empty((n, len(_UNIQ_PREFIX) + 32), dtype=np.uint8)
     head = _UNIQ_PREFIX + prefix.hex().upper().encode()

@@ -18,6 +18,7 @@ from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import SLAVE, StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
 from orbitmq.store.stats import StoreStats
 
@@ -66,7 +67,12 @@ class ReadPath:
         offset: int,
         max_count: int,
         message_filter: Callable[[int], bool] | None,
+        *,
+        coalesce: bool = False,
     ) -> GetMessageResult:
+        """`coalesce`: records adjacent in the same commit-log file come back as ONE view (a pull reply
+        is then a few scatter-gather parts of the mapped log instead of one part per message);
+        `message_count` and `queue_offsets` still count messages."""
         S = GetMessageStatus
         cq = self.queues.find(topic, queue_id)
         if cq is None:
@@ -96,6 +102,7 @@ class ReadPath:
                     max_offset=max_offset,
                     max_count=max_count,
                     message_filter=message_filter,
+                    coalesce=coalesce,
                 )
         self.stats.get_message_times_total_miss += 1
         return GetMessageResult(status, next_offset, min_offset, max_offset)
@@ -110,6 +117,7 @@ class ReadPath:
         max_offset: int,
         max_count: int,
         message_filter: Callable[[int], bool] | None,
+        coalesce: bool = False,
     ) -> GetMessageResult:
         config = self.config
         commit_log = self.commit_log
@@ -121,50 +129,67 @@ class ReadPath:
         buffers: list[memoryview] = []
         queue_offsets: list[int] = []
         total = 0
+        found = 0  # messages taken (with `coalesce`, a buffer may hold several)
+        # The open run of adjacent records (with `coalesce`): its file, first and end position.
+        run_file: MappedFile | None = None
+        run_start = run_end = 0
+        cur: MappedFile | None = None  # the segment of the last record found, and its byte range
+        cur_lo, cur_hi = 0, -1
         next_file_start = _NO_FILE
         max_phy_pulling = 0
-        unpack = _ENTRY.unpack_from
+        disk_bytes = config.max_transfer_bytes_on_message_in_disk
+        disk_count = config.max_transfer_count_on_message_in_disk
+        memory_bytes = config.max_transfer_bytes_on_message_in_memory
+        memory_count = config.max_transfer_count_on_message_in_memory
         i = 0
-        while i < limit:
-            phy, size, tags = unpack(entries, i * 20)
+        for i, (phy, size, tags) in enumerate(_ENTRY.iter_unpack(entries[: limit * 20])):
             max_phy_pulling = phy
             if next_file_start != _NO_FILE and phy < next_file_start:
-                i += 1
                 continue
-            n = len(buffers)
+            n = found
             if n:
                 if n >= max_count:
                     break
                 if max_phy - phy > memory_limit:
-                    if total + size > config.max_transfer_bytes_on_message_in_disk or (
-                        n > config.max_transfer_count_on_message_in_disk - 1
-                    ):
+                    if total + size > disk_bytes or n > disk_count - 1:
                         break
-                elif total + size > config.max_transfer_bytes_on_message_in_memory or (
-                    n > config.max_transfer_count_on_message_in_memory - 1
-                ):
+                elif total + size > memory_bytes or n > memory_count - 1:
                     break
             if message_filter is not None and not message_filter(tags):
-                i += 1
                 continue
-            f = files.find(phy)
+            if cur_lo <= phy < cur_hi:  # most records sit in the segment of the previous one
+                f = cur
+            else:
+                f = files.find(phy)
+                if f is not None:
+                    cur, cur_lo, cur_hi = f, f.file_from_offset, f.file_from_offset + f.file_size
             pos = phy - f.file_from_offset if f is not None else 0
             if f is None or size <= 0 or pos + size > f.wrote_position:
-                if not buffers:
+                if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
-                i += 1
                 continue
-            buffers.append(f.view(pos, size))
+            if not coalesce:
+                buffers.append(f.view(pos, size))
+            elif f is run_file and pos == run_end:
+                run_end += size
+            else:
+                if run_file is not None:
+                    buffers.append(run_file.view(run_start, run_end - run_start))
+                run_file, run_start, run_end = f, pos, pos + size
+            found += 1
             queue_offsets.append(offset + i)
             total += size
             status = GetMessageStatus.FOUND
             next_file_start = _NO_FILE
-            i += 1
+        else:
+            i = limit  # every scanned entry was looked at: the next pull starts after them
+        if run_file is not None:
+            buffers.append(run_file.view(run_start, run_end - run_start))
         stats = self.stats
         if status is GetMessageStatus.FOUND:
             stats.get_message_times_total_found += 1
-            stats.get_message_transfered_msg_count += len(buffers)
+            stats.get_message_transfered_msg_count += found
         else:
             stats.get_message_times_total_miss += 1
         return GetMessageResult(
@@ -173,7 +198,7 @@ class ReadPath:
             min_offset,
             max_offset,
             buffers,
-            len(buffers),
+            found,
             max_phy - max_phy_pulling > memory_limit,
             total,
             queue_offsets,

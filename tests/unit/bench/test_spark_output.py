@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the table lines below are as wide as spark_bench.py prints them)
 """Parsing bench/spark_bench.py's printed table (W7) into harness rows."""
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ Setting default log level to "WARN".
 
 orbitmq Spark connector, 200,000 messages of 1024 B, 4 queues, local[2], RocketMQ default pull limits
 path                                                      rows/s  x ceiling  note
-produce (raw batch sends, setup)                         101,234       0.20
+produce (raw batch sends, setup)                         101,234          -
 consume (raw: pull + Arrow decode, no Spark)             812,000       1.62
 arrow ceiling (Spark, pre-built batches -> noop)         400,000       0.80  warm-up run
-arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  warm
+arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  warm; runq wait 0.20 s/s (broker 0.05)
 batch read -> noop                                       150,000       0.30  first query of the session
 batch read -> noop                                       420,000       0.84  warm
 availableNow stream -> noop                              300,000       0.60  wall; engine 450,000/s
-batch write (Arrow writer, acked)                        350,500       0.70
+arrow writer ceiling (Spark -> counting Arrow sink)      400,000       1.00  warm
+batch write (Arrow writer, acked)                        350,500       0.88  body only; runq wait 0.31 s/s (broker 0.10)
+batch read -> noop                                       430,000       0.86  warm
+stream latency (processingTime 1 s, live producer)         2,001          -  latency p50 812 ms p99 1404 ms over 30,012 rows; producer 2,000/s
 """
 
 
@@ -43,7 +47,10 @@ def test_rows_are_parsed_and_chatter_ignored() -> None:
         "batch read -> noop",
         "batch read -> noop",
         "availableNow stream -> noop",
+        "arrow writer ceiling (Spark -> counting Arrow sink)",
         "batch write (Arrow writer, acked)",
+        "batch read -> noop",
+        "stream latency (processingTime 1 s, live producer)",
     ]
     assert rows[1].rows_per_s == 812_000 and rows[1].printed_ratio == 1.62 and rows[1].note == ""
     assert rows[6].note == "wall; engine 450,000/s"
@@ -54,14 +61,22 @@ def test_rows_are_parsed_and_chatter_ignored() -> None:
 def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
     results = to_measurements(parse_spark_table(OUTPUT), 200_000, 1024)
     by_case = {m.case: m for m in results}
-    assert len(by_case) == len(results) == 8  # every row its own case in the table
+    assert len(by_case) == len(results) == 11  # every row its own case in the table, rounds numbered
     warm = by_case["batch read -> noop (warm)"]
     assert warm.msgs_per_s == pytest.approx(420_000)
     assert warm.extra["ceiling_ratio"] == pytest.approx(0.84)
     assert "0.84x the Arrow ceiling" in warm.note
+    assert by_case["batch read -> noop (warm) #2"].extra["ceiling_ratio"] == pytest.approx(0.86)
     stream = by_case["availableNow stream -> noop"]
     assert "engine 450,000/s" in stream.note
-    assert by_case["batch write (Arrow writer, acked)"].extra["ceiling_ratio"] == pytest.approx(0.701)
+    # A write's ratio is the printed one (against the writer ceiling), not rows/s over the read ceiling.
+    write = by_case["batch write (Arrow writer, acked) (body only)"]
+    assert write.extra["ceiling_ratio"] == pytest.approx(0.88)
+    assert write.note.endswith("runq wait 0.31 s/s (broker 0.10)")
+    live = by_case["stream latency (processingTime 1 s, live producer)"]
+    assert (live.latency.p50_us, live.latency.p99_us, live.latency.count) == (812_000, 1_404_000, 30_012)
+    assert "ceiling_ratio" not in live.extra and live.msgs_per_s == pytest.approx(2_001)
+    assert "ceiling_ratio" not in by_case["produce (raw batch sends, setup)"].extra  # printed "-"
 
 
 def test_a_changed_header_or_no_ceiling_still_parses() -> None:

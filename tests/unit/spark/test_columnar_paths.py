@@ -4,14 +4,17 @@ the sink's batch entries built with Arrow compute. No JVM, no sockets."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from orbitmq.message.hashing import java_string_hash
 from orbitmq.message.hosts import pack_host
-from orbitmq.message.property_string import encode_properties
+from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.message.record_layout import encode_record
 from orbitmq.spark.arrow_records import decode_batch, record_positions
-from orbitmq.spark.sink import _entries, id_prefix, message_id
+from orbitmq.spark.sink import _entries, _queue_plan, id_prefix, message_id
 
 
 def _record(i: int, body: bytes, topic: bytes, properties: bytes) -> bytes:
@@ -56,3 +59,74 @@ def test_sink_entries_equal_the_row_encoding() -> None:
         head = struct.pack(">iiiii", 22 + len(body) + len(encoded), 0, 0, 0, len(body))
         expected.append(head + body + struct.pack(">h", len(encoded)) + encoded)
     assert entries.to_pylist() == expected
+
+
+def _row_encoded(prefix: bytes, row: int, body: bytes, *, tags: Any, keys: Any, props: Any) -> bytes:
+    """The row path's encoding of one row (sink._TaskSender._add_rows), as the reference."""
+    properties: dict[str, str | None] = {}
+    if props:
+        properties.update(props)
+    if tags:
+        properties["TAGS"] = tags
+    if keys:
+        properties["KEYS"] = keys if isinstance(keys, str) else " ".join(k for k in keys if k)
+    properties["UNIQ_KEY"] = message_id(prefix, row)
+    encoded = encode_properties(properties).encode()
+    head = struct.pack(">iiiii", 22 + len(body) + len(encoded), 0, 0, 0, len(body))
+    return head + body + struct.pack(">h", len(encoded)) + encoded
+
+
+def _entry_properties(entry: bytes) -> tuple[bytes, dict[str, str]]:
+    body_len = struct.unpack_from(">i", entry, 16)[0]
+    body = entry[20 : 20 + body_len]
+    props_len = struct.unpack_from(">h", entry, 20 + body_len)[0]
+    return body, decode_properties(entry[22 + body_len : 22 + body_len + props_len].decode())
+
+
+def test_sink_entries_with_a_properties_map_and_array_keys_mean_what_the_rows_mean() -> None:
+    prefix = id_prefix("w", 0)
+    rows = [
+        (b"a", "T1", ["k1", "", None, "k2"], [("color", "red"), ("TAGS", "lost"), ("n", None)]),
+        (b"b", None, None, None),
+        (b"c", "", [], [("TAGS", "kept"), ("KEYS", "kept too"), ("UNIQ_KEY", "never")]),
+        (b"d", "T2", ["only"], []),
+    ]
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "body": pa.array([r[0] for r in rows], pa.binary()),
+            "tags": pa.array([r[1] for r in rows], pa.string()),
+            "keys": pa.array([r[2] for r in rows], pa.list_(pa.string())),
+            "properties": pa.array([r[3] for r in rows], pa.map_(pa.string(), pa.string())),
+        }
+    ).slice(0)
+    entries = _entries(batch, prefix, 7).to_pylist()
+    got = [_entry_properties(e) for e in entries]
+    for entry in entries:  # a column that sets a property replaces the map's entry, never repeats it
+        assert entry.count(b"TAGS\x01") <= 1 and entry.count(b"KEYS\x01") <= 1
+        assert entry.count(b"UNIQ_KEY\x01") == 1
+    want = [
+        _entry_properties(
+            _row_encoded(prefix, 7 + i, body, tags=tags, keys=keys, props=dict(props) if props else None)
+        )
+        for i, (body, tags, keys, props) in enumerate(rows)
+    ]
+    assert got == want
+    assert got[0][1] == {"color": "red", "TAGS": "T1", "KEYS": "k1 k2", "UNIQ_KEY": message_id(prefix, 7)}
+    assert got[2][1]["TAGS"] == "kept" and got[2][1]["UNIQ_KEY"] == message_id(prefix, 9)
+
+
+def test_queue_plan_matches_the_row_path() -> None:
+    keys = ["user1", None, "ключ", "user1", None, None, "", "x" * 40]
+    topic_of_row = np.array([0, 0, 1, 1, 0, 1, 0, 1])
+    counts = [4, 3]
+    plan, spread = _queue_plan(topic_of_row, counts, pa.array(keys, pa.string()), 5, 2)
+    expected, turn = [], 5
+    for key, topic in zip(keys, topic_of_row.tolist(), strict=True):
+        if key is not None:
+            expected.append(abs(java_string_hash(key)) % counts[topic])
+        else:
+            expected.append((turn // 2) % counts[topic])
+            turn += 1
+    assert plan.tolist() == expected and spread == turn == 8
+    no_keys, after = _queue_plan(np.zeros(6, dtype=np.int64), [3], None, 0, 2)
+    assert no_keys.tolist() == [0, 0, 1, 1, 2, 2] and after == 6

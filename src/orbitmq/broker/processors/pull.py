@@ -143,9 +143,16 @@ def process_pull(
     if subscription is not None and subscription.code_set and subscription.sub_string != "*":
         message_filter = subscription.matches_tags_code
     store = app.store
-    result = store.get_messages(group, topic, queue_id, queue_offset, max_msg_nums, message_filter)
-    if selector is not None:
-        result = apply_selector(result, selector)
+    if selector is None:
+        # Coalesced: adjacent records of the mapped log go out as one part each (scatter-gather reply).
+        result = store.reads.get_messages(
+            group, topic, queue_id, queue_offset, max_msg_nums, message_filter, coalesce=True
+        )
+    else:
+        # SQL92 needs each record's properties: one buffer per message, filtered here.
+        result = apply_selector(
+            store.get_messages(group, topic, queue_id, queue_offset, max_msg_nums, message_filter), selector
+        )
     status = result.status.name
     next_offset = result.next_begin_offset
     if status == "FOUND":
