@@ -18,6 +18,7 @@ from typing import Any
 
 from orbitmq.admin.acl import AclAdmin
 from orbitmq.admin.base import LONG_MAX, AdminError, ext_fields
+from orbitmq.admin.broker_stats import BrokerStatsAdmin
 from orbitmq.admin.messages import MessageAdmin
 from orbitmq.admin.views import (
     ConsumerProgress,
@@ -42,7 +43,7 @@ from orbitmq.protocol.codes import RequestCode, ResponseCode
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG
 
 
-class AdminClient(AclAdmin, MessageAdmin):
+class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
     """`async with AdminClient("127.0.0.1:9876") as admin: await admin.topic_list()`."""
 
     # ---- topics -----------------------------------------------------------------------------

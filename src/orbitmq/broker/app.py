@@ -137,6 +137,7 @@ class BrokerApp:
         from orbitmq.broker.processors import (
             acl,
             admin,
+            admin_stats,
             admin_tools,
             client,
             locks,
@@ -147,7 +148,19 @@ class BrokerApp:
             send,
         )
 
-        for module in (send, pull, offsets, client, locks, query, admin, reply, admin_tools, acl):
+        for module in (
+            send,
+            pull,
+            offsets,
+            client,
+            locks,
+            query,
+            admin,
+            reply,
+            admin_tools,
+            admin_stats,
+            acl,
+        ):
             module.register(self.server, self)
         if self.config.acl_enable:
             self.acl = PlainAccessValidator(self.config.acl_file)

@@ -1,14 +1,17 @@
 """BrokerStats: the broker's one source of message counters (RocketMQ's BrokerStatsManager, reduced).
 
 Counted per request, never per message: a send adds its message count and bytes to its topic's item, a
-pull adds what it returned to its group@topic item. Each is two int additions on an object found with
-one (put) or two (get) dict lookups: no lock (everything runs on the broker's loop), no allocation once
-the item exists. Broker-wide totals and TPS are sums computed when read.
+pull adds what it returned to its group@topic item. Each is three int additions (messages, bytes,
+requests) on an object found with one (put) or two (get) dict lookups: no lock (everything runs on the
+broker's loop), no allocation once the item exists. Broker-wide totals and TPS are sums computed when
+read.
 
 Moving windows: `roll()`, called by a timer every `ROLL_SECONDS`, appends one snapshot per item to a
-short ring (RocketMQ's csListMinute); `tps()` divides the growth since the oldest snapshot of the span by
-the time it took. GET_CONSUME_STATS' consumeTps, GET_BROKER_RUNTIME_INFO's put/get totals and TPS, the
-Prometheus collector and the console all read these objects, so they agree.
+short ring (RocketMQ's csListMinute), and every 10 min / 1 h one to the hour / day rings (csListHour,
+csListDay); a window divides the growth since the oldest snapshot of its span by the time it took.
+VIEW_BROKER_STATS_DATA (mqadmin statsAll) reads all three windows; GET_CONSUME_STATS' consumeTps,
+GET_BROKER_RUNTIME_INFO's put/get totals and TPS, the Prometheus collector and the console all read
+these objects, so they agree.
 """
 
 from __future__ import annotations
@@ -19,38 +22,96 @@ from collections import deque
 from orbitmq.common.clock import Clock
 
 ROLL_SECONDS = 5.0
-# Enough snapshots to cover one minute plus the one before it.
-_KEEP = int(60 / ROLL_SECONDS) + 2
+# The hour and day rings are fed by the same timer, every HOUR_EVERY / DAY_EVERY rolls (10 min and 1 h,
+# RocketMQ's samplingInMinutes / samplingInHour): nothing extra per request.
+HOUR_EVERY = int(600 / ROLL_SECONDS)
+DAY_EVERY = int(3600 / ROLL_SECONDS)
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+# Enough snapshots to cover each span plus the one before it.
+_KEEP = int(MINUTE / ROLL_SECONDS) + 2
+_KEEP_HOUR = 7
+_KEEP_DAY = 25
+
+Snapshot = tuple[float, int, int, int]  # (monotonic seconds, nums, bytes, times)
+
+
+class Window:
+    """What one item did over one span: RocketMQ's StatsSnapshot (sum, tps, avgpt) for messages and
+    bytes. `times` counts requests, so avgpt is messages (or bytes) per request, as in StatsItem."""
+
+    __slots__ = ("bytes", "elapsed", "nums", "times")
+
+    def __init__(self, nums: int, size: int, times: int, elapsed: float) -> None:
+        self.nums = nums
+        self.bytes = size
+        self.times = times
+        self.elapsed = elapsed
+
+    def add(self, other: Window) -> None:
+        """Broker-wide windows are sums of the items' counts, over the longest item's elapsed time."""
+        self.nums += other.nums
+        self.bytes += other.bytes
+        self.times += other.times
+        self.elapsed = max(self.elapsed, other.elapsed)
+
+    def snapshot(self, of_bytes: bool = False) -> tuple[int, float, float]:
+        """(sum, tps, avgpt) of messages, or of bytes."""
+        total = self.bytes if of_bytes else self.nums
+        avgpt = total / self.times if self.times > 0 else 0.0
+        return total, total / self.elapsed, avgpt
 
 
 class StatItem:
-    """One moving counter: messages and bytes, with snapshots for the windows."""
+    """One moving counter: messages, bytes and requests, with snapshots for the minute, hour and day
+    windows (the hour and day rings are created at their first roll: most items never live that long)."""
 
-    __slots__ = ("_snapshots", "bytes", "nums")
+    __slots__ = ("_day", "_hour", "_snapshots", "born", "bytes", "nums", "times")
 
     def __init__(self, now: float) -> None:
         self.nums = 0
         self.bytes = 0
-        # (monotonic seconds, nums, bytes): the item starts with a zero baseline, so the first window is
-        # meaningful before the timer ran.
-        self._snapshots: deque[tuple[float, int, int]] = deque([(now, 0, 0)], maxlen=_KEEP)
+        self.times = 0
+        # The item starts from an implicit zero snapshot at `born`, so every window is meaningful before
+        # the timer ran.
+        self.born = now
+        self._snapshots: deque[Snapshot] = deque(maxlen=_KEEP)
+        self._hour: deque[Snapshot] | None = None
+        self._day: deque[Snapshot] | None = None
 
     def snapshot(self, now: float) -> None:
-        self._snapshots.append((now, self.nums, self.bytes))
+        self._snapshots.append((now, self.nums, self.bytes, self.times))
 
-    def rates(self, now: float, span: float = 60.0) -> tuple[float, float]:
-        """(messages/s, bytes/s) over about the last `span` seconds: live counts against the oldest
-        snapshot inside the span (the newest one when the timer has not run for longer than that), over
-        at least one roll interval."""
-        base = self._snapshots[-1]
-        for snap in self._snapshots:
-            if now - snap[0] <= span:
-                base = snap
-                break
+    def snapshot_hour(self, now: float) -> None:
+        if self._hour is None:
+            self._hour = deque(maxlen=_KEEP_HOUR)
+        self._hour.append((now, self.nums, self.bytes, self.times))
+
+    def snapshot_day(self, now: float) -> None:
+        if self._day is None:
+            self._day = deque(maxlen=_KEEP_DAY)
+        self._day.append((now, self.nums, self.bytes, self.times))
+
+    def window(self, now: float, span: float = MINUTE) -> Window:
+        """Growth over about the last `span` seconds: live counts against the oldest snapshot inside the
+        span (the born baseline when the item is younger; the newest snapshot when the timer has not
+        run for longer than that), over at least one roll interval."""
+        ring = self._snapshots if span <= MINUTE else self._hour if span <= HOUR else self._day
+        base: Snapshot = (self.born, 0, 0, 0)
+        if now - self.born > span and ring:
+            base = ring[-1]
+            for snap in ring:
+                if now - snap[0] <= span:
+                    base = snap
+                    break
         # Never divide by less than one roll interval: a counter that is seconds old would otherwise
         # report a spike (its first burst over a tiny elapsed time).
         elapsed = max(now - base[0], ROLL_SECONDS)
-        return (self.nums - base[1]) / elapsed, (self.bytes - base[2]) / elapsed
+        return Window(self.nums - base[1], self.bytes - base[2], self.times - base[3], elapsed)
+
+    def rates(self, now: float, span: float = MINUTE) -> tuple[float, float]:
+        """(messages/s, bytes/s) over about the last `span` seconds."""
+        w = self.window(now, span)
+        return w.nums / w.elapsed, w.bytes / w.elapsed
 
 
 class BrokerStats:
@@ -65,6 +126,7 @@ class BrokerStats:
         self.get_total_today_morning = 0
         self.get_total_yesterday_morning = 0
         self._day = self._today()
+        self._rolls = 0
 
     def _today(self) -> int:
         return time.localtime(self.clock.now_ms() / 1000).tm_yday
@@ -76,6 +138,7 @@ class BrokerStats:
             item = self.topic_put[topic] = StatItem(self.clock.monotonic())
         item.nums += nums
         item.bytes += size
+        item.times += 1
 
     def get(self, group: str, topic: str, nums: int, size: int) -> None:
         topics = self.group_get.get(group)
@@ -86,15 +149,19 @@ class BrokerStats:
             item = topics[topic] = StatItem(self.clock.monotonic())
         item.nums += nums
         item.bytes += size
+        item.times += 1
 
     # ------------------------------------------------------------------------------ timer
     def roll(self) -> None:
         now = self.clock.monotonic()
-        for item in self.topic_put.values():
+        self._rolls += 1
+        hourly, daily = self._rolls % HOUR_EVERY == 0, self._rolls % DAY_EVERY == 0
+        for item in self.items():
             item.snapshot(now)
-        for topics in self.group_get.values():
-            for item in topics.values():
-                item.snapshot(now)
+            if hourly:
+                item.snapshot_hour(now)
+            if daily:
+                item.snapshot_day(now)
         day = self._today()
         if day != self._day:
             self._day = day
@@ -122,6 +189,23 @@ class BrokerStats:
 
     def _get_items(self) -> list[StatItem]:
         return [item for topics in self.group_get.values() for item in topics.values()]
+
+    def items(self) -> list[StatItem]:
+        return [*self.topic_put.values(), *self._get_items()]
+
+    def windows(self, item: StatItem | list[StatItem]) -> tuple[Window, Window, Window]:
+        """The minute, hour and day windows of one item, or the sums over several (broker totals)."""
+        now = self.clock.monotonic()
+        out = []
+        for span in (MINUTE, HOUR, DAY):
+            if isinstance(item, StatItem):
+                out.append(item.window(now, span))
+                continue
+            total = Window(0, 0, 0, ROLL_SECONDS)
+            for one in item:
+                total.add(one.window(now, span))
+            out.append(total)
+        return out[0], out[1], out[2]
 
     def put_total(self) -> int:
         """Messages put since start, all topics (broker totals are sums: nothing extra on the hot path)."""

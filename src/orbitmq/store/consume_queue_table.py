@@ -67,6 +67,19 @@ class ConsumeQueueTable:
         except OSError:
             pass
 
+    def remove_queue(self, topic: str, queue_id: int) -> None:
+        """Destroy one queue's files (and its topic directory when that was the last queue)."""
+        topic_dir = child_dir(self.root_dir, topic)
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return
+        self._queues = {k: v for k, v in self._queues.items() if k != (topic, queue_id)}
+        cq.destroy()
+        try:
+            os.rmdir(topic_dir)  # fails (kept) while other queues of the topic remain
+        except OSError:
+            pass
+
     def max_physic_offset(self) -> int:
         """The end of the furthest record any queue points at (-1 if none)."""
         return max((cq.max_physic_offset for cq in self._queues.values()), default=-1)

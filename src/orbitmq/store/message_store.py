@@ -32,6 +32,7 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.model import MessageExt
+from orbitmq.message.record import SCHEDULE_TOPIC
 from orbitmq.message.record_decode import decode_record
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commit import CommitService
@@ -500,6 +501,23 @@ class MessageStore:
 
     def topics(self) -> set[str]:
         return self.queues.topics()
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """`mqadmin cleanExpiredCQ` (DefaultMessageStore.cleanExpiredConsumerQueue): destroy every
+        consume queue whose last record ends at or below the commit log's min offset (all it points at
+        is gone), except SCHEDULE_TOPIC_XXXX's. As in RocketMQ the queue's next logical offset is
+        forgotten too: a later message to it starts again at 0. Returns the (topic, queue id) removed."""
+        removed: list[tuple[str, int]] = []
+        with self._write_lock:
+            min_phy = self.commit_log.min_offset
+            for cq in self.queues.snapshot():
+                # -1: created but never written (RocketMQ skips those too)
+                if cq.topic == SCHEDULE_TOPIC or cq.max_physic_offset < 0 or cq.max_physic_offset > min_phy:
+                    continue
+                self.queues.remove_queue(cq.topic, cq.queue_id)
+                self.commit_log.topic_queue_table.pop((cq.topic, cq.queue_id), None)
+                removed.append((cq.topic, cq.queue_id))
+        return removed
 
     def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
         """Retention round (call every cleanResourceInterval); `now_ms` defaults to the store's clock;

@@ -66,3 +66,23 @@ def test_day_change_moves_the_morning_totals() -> None:
     info = stats.runtime_info()
     assert info["msgPutTotalTodayMorning"] == "7"
     assert info["msgPutTotalYesterdayMorning"] == "0"
+
+
+def test_hour_and_day_windows_are_fed_by_the_same_timer() -> None:
+    clock = FakeClock()
+    stats = BrokerStats(clock)
+    stats.put("T", 0, 0)
+    stats.put("T", 100, 1000)  # two requests, 100 messages
+    roll_for(stats, clock, 2 * 3600)  # two idle hours
+    for _ in range(12):  # then 2 msg/s for 30 minutes, one request per roll
+        stats.put("T", 10, 100)
+        roll_for(stats, clock, 150)
+    minute, hour, day = stats.windows(stats.topic_put["T"])
+    assert minute.nums == 0  # nothing in the last minute
+    assert hour.nums == 120 and hour.times == 12  # the last 30 min (the first burst is 2.5 h old)
+    assert hour.snapshot() == (120, pytest.approx(120 / hour.elapsed), 10.0)
+    assert 1800 <= hour.elapsed <= 3600
+    assert day.nums == 220 and day.times == 14  # since the item appeared
+    assert day.snapshot(of_bytes=True)[0] == 2200
+    both = stats.windows([stats.topic_put["T"], stats.topic_put["T"]])
+    assert both[2].nums == 440

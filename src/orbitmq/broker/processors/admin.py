@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from orbitmq.broker.config import format_properties_text, parse_properties_text
 from orbitmq.broker.config_files import load_json
+from orbitmq.broker.consume_stats import ConsumeStatsBuilder, mq_key, object_key_map
 from orbitmq.broker.processors.base import BadRequest, Fields, check_group, guarded, success
 from orbitmq.broker.subscription_groups import SubscriptionGroupConfig
 from orbitmq.broker.topics import TopicConfig, validate_topic_name
@@ -28,15 +28,6 @@ log = logging.getLogger("orbitmq.broker.admin")
 if TYPE_CHECKING:
     from orbitmq.broker.app import BrokerApp
     from orbitmq.transport.server import RemotingServer
-
-
-def mq_key(topic: str, broker_name: str, queue_id: int) -> bytes:
-    return orjson.dumps({"brokerName": broker_name, "queueId": queue_id, "topic": topic})
-
-
-def object_key_map(entries: Iterable[tuple[bytes, Any]]) -> bytes:
-    """A JSON-like map whose keys are JSON objects, as fastjson writes Map<MessageQueue, V>."""
-    return b"{" + b",".join(k + b":" + orjson.dumps(v) for k, v in entries) + b"}"
 
 
 def register(server: RemotingServer, app: BrokerApp) -> None:
@@ -108,33 +99,12 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
     async def consume_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         group = f.req_str("consumerGroup")
-        topic = f.opt_str("topic")
-        topics = [topic] if topic else sorted(app.offsets.topics_of_group(group))
-        store = app.store
-        entries = []
-        for t in topics:
-            tc = app.topics.select(t)
-            if tc is None:
-                continue
-            for q in range(tc.write_queue_nums):
-                broker_offset = store.get_max_offset_in_queue(t, q)
-                consumer_offset = max(app.offsets.query_offset(group, t, q), 0)
-                last = (
-                    store.get_message_store_timestamp(t, q, consumer_offset - 1) if consumer_offset > 0 else 0
-                )
-                entries.append(
-                    (
-                        mq_key(t, broker_name, q),
-                        {
-                            "brokerOffset": broker_offset,
-                            "consumerOffset": consumer_offset,
-                            "lastTimestamp": last,
-                        },
-                    )
-                )
-        tps = app.stats.consume_tps(group, topic)
-        head = b'{"consumeTps":' + orjson.dumps(round(tps, 4)) + b',"offsetTable":'
-        return success(body=head + object_key_map(entries) + b"}")
+        topic = (f.opt_str("topic") or "").strip()
+        builder = ConsumeStatsBuilder(
+            app.topics, app.offsets, app.store, app.stats, app.consumers, app.config.broker_name
+        )
+        topics = [topic] if topic else builder.group_topics(group)
+        return success(body=builder.build(group, topics, tps_topic=topic or None).body)
 
     async def runtime_info(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         table: dict[str, str] = {}
