@@ -23,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.offset_store import OffsetStore
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.results import (
@@ -102,6 +103,7 @@ class ConcurrentConsumeService:
         self.send_back = send_back
         self.tasks: set[asyncio.Task[None]] = set()
         self.consumed = 0
+        self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
@@ -118,6 +120,7 @@ class ConcurrentConsumeService:
         restore_retry_topic(msgs, self.group)
         context = ConsumeConcurrentlyContext(mq)
         status: ConsumeStatus | None
+        began = self.stats.clock.monotonic()
         try:
             answer = await self.runner.call(msgs, context)
         except Exception:
@@ -127,6 +130,9 @@ class ConcurrentConsumeService:
         if status is None:
             log.warning("%s: listener answered %r; treating it as RECONSUME_LATER", self.group, answer)
             status = ConsumeStatus.RECONSUME_LATER
+        ok = len(msgs) if status is ConsumeStatus.CONSUME_SUCCESS else max(context.ack_index + 1, 0)
+        rt_ms = (self.stats.clock.monotonic() - began) * 1000
+        self.stats.consumed(mq.topic, ok, len(msgs) - ok, rt_ms)
         if pq.is_dropped():
             return  # the queue moved to another consumer, which will redeliver from the committed offset
         ack_index = len(msgs) - 1 if status is ConsumeStatus.CONSUME_SUCCESS else context.ack_index
@@ -192,6 +198,7 @@ class OrderlyConsumeService:
         self.tasks: set[asyncio.Task[None]] = set()
         self.consumed = 0
         self.stopping = False
+        self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
@@ -223,6 +230,7 @@ class OrderlyConsumeService:
                 restore_retry_topic(msgs, self.group)
                 context = ConsumeOrderlyContext(mq)
                 status: ConsumeOrderlyStatus | None
+                called = self.stats.clock.monotonic()
                 try:
                     answer = await self.runner.call(msgs, context)
                 except Exception:
@@ -232,6 +240,9 @@ class OrderlyConsumeService:
                 if status is None:
                     log.warning("%s: orderly listener answered %r; suspending the queue", self.group, answer)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                ok = len(msgs) if status is ConsumeOrderlyStatus.SUCCESS else 0
+                rt_ms = (self.stats.clock.monotonic() - called) * 1000
+                self.stats.consumed(mq.topic, ok, len(msgs) - ok, rt_ms)
                 # A batch the listener consumed is committed even if a rebalance dropped the queue
                 # meanwhile: the removal waits for this batch and persists the offset after it, so the
                 # next owner does not consume it again (a reset_offset clears pq first: commit is -1).

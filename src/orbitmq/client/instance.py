@@ -31,7 +31,7 @@ from orbitmq.client.routing import MASTER_ID, subscribe_queues
 from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
 from orbitmq.common.errors import BrokerError, ClientError, OrbitError
 from orbitmq.message.model import MessageQueue
-from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode, version_desc
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import Connection
@@ -93,6 +93,8 @@ class ClientInstance:
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.replies = ReplyTable()  # request-reply: futures of this client's pending requests
         self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push)
+        self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
+        self.remoting.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -427,6 +429,43 @@ class ClientInstance:
         if request.is_oneway:
             return None
         return RemotingCommand.response(ResponseCode.SUCCESS).response_to(request)
+
+    def _not_here(self, request: RemotingCommand, group: str) -> RemotingCommand:
+        remark = f"The Consumer Group <{group}> not exist in this consumer"
+        return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark).response_to(request)
+
+    async def _on_running_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO, relayed by the broker from an admin tool (push consumers answer;
+        RocketMQ adds the name servers, consume type and client version here)."""
+        group = request.ext_fields.get("consumerGroup", "")
+        consumer = self.consumers.get(group)
+        build = getattr(consumer, "running_info", None)
+        if consumer is None or build is None:
+            return self._not_here(request, group)
+        extra = {
+            "PROP_NAMESERVER_ADDR": "".join(f"{a};" for a in self.config.namesrv_addrs),
+            "PROP_CONSUME_TYPE": consumer.consume_type.value,
+            "PROP_CLIENT_VERSION": version_desc(CURRENT_VERSION),
+        }
+        jstack = request.ext_fields.get("jstackEnable", "").lower() == "true"
+        body = await build(extra, jstack=jstack)
+        return RemotingCommand.response(ResponseCode.SUCCESS, None, None, body).response_to(request)
+
+    async def _on_consume_directly(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY: run the group's listener on the attached message."""
+        from orbitmq.message.codec import decode_records
+
+        group = request.ext_fields.get("consumerGroup", "")
+        consume = getattr(self.consumers.get(group), "consume_message_directly", None)
+        if consume is None:
+            return self._not_here(request, group)
+        try:
+            [msg] = decode_records(request.body_bytes())
+        except (ValueError, OrbitError):
+            remark = "CONSUME_MESSAGE_DIRECTLY needs exactly one message record in its body"
+            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark).response_to(request)
+        body = await consume(msg, request.ext_fields.get("brokerName", ""))
+        return RemotingCommand.response(ResponseCode.SUCCESS, None, None, body).response_to(request)
 
     async def _on_check_transaction_state(
         self, conn: Connection, request: RemotingCommand

@@ -98,6 +98,14 @@ class ProcessQueue:
         self.msg_size = 0
         self.queue_offset_max = -1
 
+    def cache_info(self) -> tuple[int, int, int, int, int, int]:
+        """(cached min offset, max offset, count, consuming min offset, max offset, count), zeros when
+        empty: what GET_CONSUMER_RUNNING_INFO's ProcessQueueInfo reports (fillProcessQueueInfo)."""
+        tree, busy = self._tree, self._consuming
+        cached = (min(tree), max(tree), len(tree)) if tree else (0, 0, 0)
+        consuming = (min(busy), max(busy), len(busy)) if busy else (0, 0, 0)
+        return (*cached, *consuming)
+
     # ---- orderly ---------------------------------------------------------------------------
 
     def take_messages(self, batch_size: int) -> list[MessageExt]:

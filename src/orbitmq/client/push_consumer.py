@@ -21,6 +21,7 @@ from orbitmq.client.allocation import AllocateAveragely, AllocateStrategy
 from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
 from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
+from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
 from orbitmq.client.offset_store import (
     LocalFileOffsetStore,
@@ -32,6 +33,7 @@ from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.producer import Producer
 from orbitmq.client.rebalance import Rebalancer, retry_topic
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
+from orbitmq.client.running_info import consume_directly, running_info
 from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
@@ -143,6 +145,8 @@ class PushConsumer:
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self.started = False
         self.paused = False
+        self.consumer_stats = ConsumerStats(clock)  # pull / consume TPS and RT for running info
+        self.start_timestamp_ms = 0
 
     # ---- configuration ----------------------------------------------------------------------
 
@@ -178,6 +182,10 @@ class PushConsumer:
 
     def register_orderly_listener(self, listener: Listener) -> None:
         self.register_listener(listener, orderly=True)
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly
 
     @property
     def max_reconsume(self) -> int:
@@ -262,6 +270,8 @@ class PushConsumer:
                 offset_store=self.offset_store,
                 send_back=self.send_message_back,
             )
+        self.consume_service.stats = self.consumer_stats
+        self.start_timestamp_ms = self.clock.now_ms()
         instance.register_consumer(self)
         self.started = True
         await instance.start()
@@ -348,6 +358,16 @@ class PushConsumer:
         if self.instance is not None:
             self.instance.rebalance_immediately()
 
+    # ---- requests an admin tool has the broker relay (client/running_info.py) -----------------
+
+    async def running_info(self, extra: dict[str, str], *, jstack: bool = False) -> bytes:
+        """ConsumerRunningInfo JSON (GET_CONSUMER_RUNNING_INFO)."""
+        return await running_info(self, extra, jstack=jstack)
+
+    async def consume_message_directly(self, msg: MessageExt, broker_name: str) -> bytes:
+        """ConsumeMessageDirectlyResult JSON (CONSUME_MESSAGE_DIRECTLY)."""
+        return await consume_directly(self, msg, broker_name)
+
     # ---- rebalance callbacks ----------------------------------------------------------------
 
     async def _on_queue_added(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
@@ -430,6 +450,7 @@ class PushConsumer:
                 commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
                 if commit_offset > 0 and not is_slave:
                     sys_flag |= FLAG_COMMIT_OFFSET
+            pull_began = self.clock.monotonic()
             try:
                 result = await instance.api.pull_message(
                     addr,
@@ -455,6 +476,8 @@ class PushConsumer:
             if pq.is_dropped():
                 return
             pq.touch_pull()
+            pull_ms = (self.clock.monotonic() - pull_began) * 1000
+            self.consumer_stats.pulled(mq.topic, len(result.messages), pull_ms)
             broker_id = result.suggest_which_broker_id
             if result.status is PullStatus.FOUND:
                 offset = result.next_begin_offset

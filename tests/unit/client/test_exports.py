@@ -37,6 +37,8 @@ def test_blocking_methods_mirror_the_async_ones() -> None:
                 "check_transaction_state",
                 "send_message_back",
                 "reset_offset",
+                "running_info",  # answers to broker-relayed admin requests (ClientInstance calls them)
+                "consume_message_directly",
                 "register_orderly_listener",
             }
         }
