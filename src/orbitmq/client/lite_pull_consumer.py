@@ -133,6 +133,7 @@ class LitePullConsumer:
         self.rebalancer: Rebalancer | None = None
         self.offset_store: OffsetStore | None = None
         self.started = False
+        self.start_timestamp_ms = 0
 
     # ---- configuration ----------------------------------------------------------------------
 
@@ -171,6 +172,12 @@ class LitePullConsumer:
             await self._apply_assignment()
 
     # ---- ConsumerInner ----------------------------------------------------------------------
+
+    async def running_info(self, extra: dict[str, str], *, jstack: bool = False) -> bytes:
+        """ConsumerRunningInfo JSON (GET_CONSUMER_RUNNING_INFO relayed by a broker)."""
+        from orbitmq.client.running_info import lite_pull_running_info
+
+        return await lite_pull_running_info(self, extra)
 
     def subscriptions(self) -> list[Subscription]:
         return list(self._subscriptions.values())
@@ -215,6 +222,7 @@ class LitePullConsumer:
             clock=self.clock,
         )
         self.rebalancer.subscriptions.update(self._subscriptions)
+        self.start_timestamp_ms = self.clock.now_ms()
         instance.register_consumer(self)
         self.started = True
         self._last_commit = self.clock.monotonic()

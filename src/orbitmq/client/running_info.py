@@ -36,6 +36,7 @@ from orbitmq.protocol import java_json
 from orbitmq.protocol.body_fields import mq_key
 
 if TYPE_CHECKING:
+    from orbitmq.client.lite_pull_consumer import LitePullConsumer
     from orbitmq.client.push_consumer import PushConsumer
 
 
@@ -120,6 +121,38 @@ async def running_info(consumer: PushConsumer, extra: dict[str, str], *, jstack:
     body["statusTable"] = {s.topic: consumer.consumer_stats.status(s.topic) for s in sorted(subs, key=_topic)}
     body["subscriptionSet"] = [s.to_body() for s in sorted(subs, key=_topic)]
     return java_json.dumps(body, string_keys=False)
+
+
+async def lite_pull_running_info(consumer: LitePullConsumer, extra: dict[str, str]) -> bytes:
+    """A lite pull consumer's ConsumerRunningInfo: as RocketMQ's DefaultLitePullConsumerImpl, its settings
+    (DefaultLitePullConsumer's names) and subscriptions only; no process queues or consume status."""
+    ts = time.strftime("%Y%m%d%H%M%S", time.localtime(consumer.consume_timestamp_ms / 1000))
+    props: dict[str, Any] = {
+        "allocateMessageQueueStrategy": type(consumer.allocate_strategy).__name__,
+        "autoCommit": str(consumer.auto_commit).lower(),
+        "autoCommitIntervalMillis": int(consumer.auto_commit_interval * 1000),
+        "brokerSuspendMaxTimeMillis": consumer.broker_suspend_ms,
+        "consumeFromWhere": consumer.consume_from_where.value,
+        "consumeMaxSpan": consumer.consume_max_span,
+        "consumeTimestamp": ts,
+        "consumerGroup": consumer.group,
+        "messageModel": consumer.message_model.value,
+        "pollTimeoutMillis": int(consumer.poll_timeout * 1000),
+        "pullBatchSize": consumer.pull_batch_size,
+        "pullThresholdForAll": consumer.pull_threshold_for_all,
+        "pullThresholdForQueue": consumer.pull_threshold_for_queue,
+        "pullThresholdSizeForQueue": consumer.pull_threshold_size_for_queue // (1024 * 1024),
+        "PROP_CONSUMER_START_TIMESTAMP": consumer.start_timestamp_ms,
+    }
+    props.update(extra)
+    subs = sorted(consumer.subscriptions(), key=_topic)
+    body = {
+        "mqTable": {},
+        "properties": {k: str(v) for k, v in sorted(props.items())},
+        "statusTable": {},
+        "subscriptionSet": [s.to_body() for s in subs],
+    }
+    return java_json.dumps(body)
 
 
 def _topic(sub: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from orbitmq.client.aio import ConsumeStatus, Message, MessageExt, Producer, PushConsumer
+from orbitmq.client.aio import ConsumeStatus, LitePullConsumer, Message, MessageExt, Producer, PushConsumer
 from orbitmq.protocol import java_json
 from orbitmq.protocol.body_fields import mq_from_key
 from orbitmq.protocol.codes import RequestCode, ResponseCode
@@ -100,6 +100,51 @@ async def test_admin_reaches_an_orbitmq_push_consumer_through_the_broker(
         assert thrown["consumeResult"] == "CR_THROW_EXCEPTION"
         assert thrown["remark"] == "ValueError: listener broke"
         assert listener.bodies[-2:] == [b"m0", b"m1"]
+    finally:
+        await tool.close()
+        await consumer.shutdown()
+        await producer.shutdown()
+
+
+async def test_a_lite_pull_consumer_answers_with_its_settings_and_subscriptions(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    topic, group = unique("RunInfoLiteT"), unique("run-info-lite-g")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=1)
+    consumer = LitePullConsumer(group, config=client_config(namesrv), pull_batch_size=7)
+    consumer.subscribe(topic, "*")
+    producer = Producer(unique("run-info-lite-p"), config=client_config(namesrv))
+    tool = RemotingClient()
+    await producer.start()
+    await consumer.start()
+    try:
+        sent = await producer.send(Message(topic, b"lite"))
+        assert consumer.instance is not None
+        ext = {"consumerGroup": group, "clientId": consumer.instance.client_id}
+
+        async def registered() -> bool:
+            request = RemotingCommand.request(
+                RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+            )
+            return (await tool.invoke(broker.broker_addr, request, 5.0)).code == ResponseCode.SUCCESS
+
+        await eventually(registered, what="the lite pull consumer's heartbeat")
+        request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+        response = await tool.invoke(broker.broker_addr, request, 10.0)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        info = orjson.loads(response.body_bytes())
+        assert info["properties"]["consumerGroup"] == group
+        assert info["properties"]["pullBatchSize"] == "7"
+        assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
+        assert [s["topic"] for s in info["subscriptionSet"]] == [topic]
+        # a lite pull consumer has no listener: consume-directly is refused with RocketMQ's remark
+        request = RemotingCommand.request(
+            RequestCode.CONSUME_MESSAGE_DIRECTLY, {**ext, "msgId": sent.offset_msg_id}
+        )
+        refused = await tool.invoke(broker.broker_addr, request, 10.0)
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert refused.remark == f"The Consumer Group <{group}> not exist in this consumer"
     finally:
         await tool.close()
         await consumer.shutdown()
