@@ -86,3 +86,22 @@ def test_hour_and_day_windows_are_fed_by_the_same_timer() -> None:
     assert day.snapshot(of_bytes=True)[0] == 2200
     both = stats.windows([stats.topic_put["T"], stats.topic_put["T"]])
     assert both[2].nums == 440
+
+
+def test_broker_stats_data_puts_each_window_in_its_field() -> None:
+    import orjson
+
+    from orbitmq.broker.processors.admin_stats import broker_stats_data
+    from orbitmq.broker.stats import Window
+
+    body = orjson.loads(
+        broker_stats_data(
+            (Window(6, 60, 2, 60.0), Window(36, 360, 4, 3600.0), Window(72, 720, 8, 7200.0)), False
+        )
+    )
+    assert list(body) == ["statsDay", "statsHour", "statsMinute"]  # fastjson's alphabetical order
+    assert body["statsMinute"] == {"avgpt": 3.0, "sum": 6, "tps": 0.1}
+    assert body["statsHour"] == {"avgpt": 9.0, "sum": 36, "tps": 0.01}
+    assert body["statsDay"] == {"avgpt": 9.0, "sum": 72, "tps": 0.01}
+    sizes = orjson.loads(broker_stats_data((Window(6, 60, 2, 60.0),) * 3, True))
+    assert sizes["statsMinute"] == {"avgpt": 30.0, "sum": 60, "tps": 1.0}
