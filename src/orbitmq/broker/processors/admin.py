@@ -26,7 +26,7 @@ from orbitmq.transport.connection import Connection
 log = logging.getLogger("orbitmq.broker.admin")
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 
@@ -39,7 +39,7 @@ def object_key_map(entries: Iterable[tuple[bytes, Any]]) -> bytes:
     return b"{" + b",".join(k + b":" + orjson.dumps(v) for k, v in entries) + b"}"
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     broker_name = app.config.broker_name
     config_version = {"counter": 0, "timestamp": app.clock.now_ms()}
 
