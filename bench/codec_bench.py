@@ -1,6 +1,7 @@
 """Codec throughput per CPU second: pack_record_into, decode_records, scan_record, iter_record_spans
-with 1 KiB bodies, and the remoting wire path of a SEND_MESSAGE_V2 request (FrameDecoder.feed +
-decode_command, encode_command of its response). A plain script: `.venv/bin/python bench/codec_bench.py`.
+and unpack_record_header (recovery's per-record read) with 1 KiB bodies, and the remoting wire path of
+a SEND_MESSAGE_V2 request (FrameDecoder.feed + decode_command, encode_command of its response).
+A plain script: `.venv/bin/python bench/codec_bench.py`.
 
 Timed with `time.process_time` (this process's CPU time), so a shared, busy box changes the figures
 far less than wall-clock time would; compare compiled and pure builds with ORBITMQ_PURE=1.
@@ -23,6 +24,7 @@ from orbitmq.message.codec import (
     pack_record_into,
     record_size,
     scan_record,
+    unpack_record_header,
 )
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command
@@ -97,6 +99,9 @@ def main() -> None:
     def spans() -> int:
         return sum(1 for _ in iter_record_spans(buf))
 
+    def headers() -> int:  # what recovery reads per record
+        return sum(1 for pos, _ in iter_record_spans(buf) if unpack_record_header(buf, pos))
+
     request = RemotingCommand(
         RequestCode.SEND_MESSAGE_V2,
         ext_fields={
@@ -143,6 +148,7 @@ def main() -> None:
         ("decode_records", decode),
         ("scan_record (crc)", scan),
         ("iter_record_spans", spans),
+        ("unpack_record_header", headers),
         ("feed+decode_command", wire_in),
         ("encode_command (resp)", wire_out),
     ):
