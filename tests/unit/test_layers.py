@@ -24,7 +24,8 @@ LEVELS: list[set[str]] = [
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing
-    {"spark", "bench"},
+    {"spark"},
+    {"bench"},  # measures everything below it, the Spark connector included
     {"cli", "serve", "serve_brokers", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.

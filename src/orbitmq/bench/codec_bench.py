@@ -1,7 +1,7 @@
 """Codec throughput per CPU second: pack_record_into, decode_records, scan_record, iter_record_spans
 and unpack_record_header (recovery's per-record read) with 1 KiB bodies, and the remoting wire path of
 a SEND_MESSAGE_V2 request (FrameDecoder.feed + decode_command, encode_command of its response).
-A plain script: `.venv/bin/python bench/codec_bench.py`.
+Run with `orbitmq bench codec [--count N] [--body B] [--runs R]`.
 
 Timed with `time.process_time` (this process's CPU time), so a shared, busy box changes the figures
 far less than wall-clock time would; compare compiled and pure builds with ORBITMQ_PURE=1.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from orbitmq import native
 from orbitmq.message.codec import (
@@ -41,14 +41,14 @@ def best_of(runs: int, fn: Callable[[], int]) -> float:
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="orbitmq bench codec", description=__doc__)
     parser.add_argument("--count", type=int, default=50_000)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    count = args.count
+    count: int = args.count
     body = os.urandom(args.body)
     topic = b"BenchmarkTopic"
     born = pack_host("10.1.2.3", 51234)
