@@ -24,7 +24,8 @@ LEVELS: list[set[str]] = [
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing
-    {"spark", "bench"},
+    {"spark"},
+    {"bench"},  # measures everything below it, the Spark connector included
     {"cli", "serve", "serve_brokers", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.
@@ -107,3 +108,58 @@ def test_checker_catches_an_upward_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize("component", sorted(LEVEL_OF))
 def test_every_level_component_exists_or_is_a_module(component: str) -> None:
     assert (SRC / component).is_dir() or (SRC / f"{component}.py").exists() or component == "serve"
+
+
+# BrokerApp wires up the broker's parts; the parts see it only through broker/context.py's
+# BrokerContext, so app.py and its processors/services form no import circle (not even for typing).
+BROKER_PARTS = ("broker/processors", "broker/services", "broker/transaction", "broker/context.py")
+
+
+def broker_parts_importing_app(src: Path = SRC) -> list[str]:
+    problems: list[str] = []
+    for part in BROKER_PARTS:
+        root = src / part
+        paths = [root] if root.suffix == ".py" else sorted(root.rglob("*.py"))
+        for path in paths:
+            if not path.exists():
+                continue
+            rel = path.relative_to(src)
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for name, line in imported_modules(tree, rel):
+                if name == "orbitmq.broker.app" or name.startswith("orbitmq.broker.app."):
+                    problems.append(f"{rel}:{line}: imports {name} (use orbitmq.broker.context)")
+                elif name == "orbitmq.broker" and _imports_name(tree, line, "app"):
+                    problems.append(f"{rel}:{line}: imports orbitmq.broker.app (use orbitmq.broker.context)")
+    return problems
+
+
+def _imports_name(tree: ast.AST, line: int, wanted: str) -> bool:
+    return any(
+        isinstance(node, ast.ImportFrom) and node.lineno == line and any(a.name == wanted for a in node.names)
+        for node in ast.walk(tree)
+    )
+
+
+def test_broker_parts_do_not_import_the_app() -> None:
+    problems = broker_parts_importing_app()
+    assert not problems, "broker parts import BrokerApp back:\n" + "\n".join(problems)
+
+
+def test_app_import_checker_can_fail(tmp_path: Path) -> None:
+    """Every spelling of importing broker.app back is reported, under TYPE_CHECKING too."""
+    for sub in ("processors", "services", "transaction"):
+        (tmp_path / "broker" / sub).mkdir(parents=True)
+    (tmp_path / "broker" / "processors" / "p.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from orbitmq.broker.app import BrokerApp\n"
+    )
+    (tmp_path / "broker" / "services" / "s.py").write_text("from .. import app\n")
+    (tmp_path / "broker" / "transaction" / "t.py").write_text("import orbitmq.broker.app\n")
+    (tmp_path / "broker" / "processors" / "ok.py").write_text(
+        "from orbitmq.broker.context import BrokerContext\n"
+    )
+    problems = broker_parts_importing_app(tmp_path)
+    assert sorted(p.split(":")[0] for p in problems) == [
+        "broker/processors/p.py",
+        "broker/services/s.py",
+        "broker/transaction/t.py",
+    ], problems

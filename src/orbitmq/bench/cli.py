@@ -49,6 +49,13 @@ QUICK_DEFAULTS: dict[str, Any] = {
     "spark_messages": 200_000,
 }
 CLIENT_WORKLOADS = ("W1", "W2", "W3", "W4")  # the ones peers run too
+# Single-component benchmarks (no peers, no table): `orbitmq bench codec ...` runs that module's main().
+SCRIPTS = {
+    "codec": "orbitmq.bench.codec_bench",
+    "store": "orbitmq.bench.store_bench",
+    "broker-smoke": "orbitmq.bench.broker_smoke",
+    "spark": "orbitmq.bench.spark_bench",
+}
 
 
 def parse_workloads(items: Sequence[str]) -> list[str]:
@@ -87,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="workloads: W1 sync send, W2 pipelined + batch send, W3 catch-up consume, W4 end-to-end "
         "latency at a fixed rate, W5 SYNC_FLUSH sync send, W6 replication (SYNC_MASTER and ASYNC_MASTER with "
-        "a slave: msgs/s and lag), W7 Spark connector (bench/spark_bench.py), W8 recovery after SIGKILL, "
+        "a slave: msgs/s and lag), W7 Spark connector (orbitmq bench spark), W8 recovery after SIGKILL, "
         "W9 topic scaling, W10 cold start. What they measure, the peers, how to read the table and the "
-        "latest figures: BENCHMARKS.md at the repository root; how to run: bench/README.md",
+        "latest figures: BENCHMARKS.md at the repository root; how to run: bench/README.md. "
+        "Single components, each with its own --help: orbitmq bench codec|store|broker-smoke|spark [ARGS]",
     )
     p.add_argument("workloads", nargs="*", help="W1..W10, comma-separated, or 'all'")
     p.add_argument("--table-from", type=Path, help="print the table of a saved --json run and exit")
@@ -135,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-messages",
         type=int,
         default=200_000,
-        help="W7 messages read and written by bench/spark_bench.py (200,000; BENCHMARKS.md says 1,000,000)",
+        help="W7 messages read and written by orbitmq bench spark (200,000; BENCHMARKS.md says 1,000,000)",
     )
     p.add_argument(
         "--quick",
@@ -454,7 +462,17 @@ async def _main_async(bench: Bench, workloads: Sequence[str], peers: Sequence[st
     await bench.run(workloads, peers)
 
 
+def run_script(name: str, argv: list[str]) -> int:
+    """`orbitmq bench NAME ARGS...` for one of SCRIPTS (imported only then: spark_bench needs pyspark)."""
+    import importlib
+
+    result = importlib.import_module(SCRIPTS[name]).main(argv)
+    return result if isinstance(result, int) else 0
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in SCRIPTS:
+        return run_script(argv[0], argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.quick:

@@ -1,4 +1,4 @@
-"""W7: the Spark connector's throughput, measured by the repository's bench/spark_bench.py run as a
+"""W7: the Spark connector's throughput, measured by `orbitmq bench spark` (spark_bench.py) run as a
 subprocess, its rows turned into `Measurement`s for the harness table.
 
 spark_bench.py has no machine-readable output, so its printed table is parsed defensively: only lines
@@ -47,9 +47,11 @@ class SparkRow:
         return self.path.lower().startswith("arrow ceiling")
 
 
+SCRIPT_MODULE = "orbitmq.bench.spark_bench"
+
+
 def default_script() -> Path:
-    # src/orbitmq/bench/spark_workload.py -> the repository root is three levels above the package.
-    return Path(__file__).resolve().parents[3] / "bench" / "spark_bench.py"
+    return Path(__file__).with_name("spark_bench.py")
 
 
 def find_java() -> str | None:
@@ -66,7 +68,7 @@ def unavailable_reason(script: Path) -> str | None:
     if find_java() is None:
         return "no Java runtime (java not on PATH and no JAVA_HOME): Spark needs one"
     if not script.is_file():
-        return f"{script} not found (W7 runs the repository's Spark bench script)"
+        return f"{script} not found (W7 runs the Spark bench script, orbitmq.bench.spark_bench)"
     return None
 
 
@@ -200,7 +202,9 @@ async def run(
     progress.begin(f"W7 spark_bench.py --messages {messages:,}", timeout, "rows come at the end")
     # Raised broker pull limits (the README's bulk-read tip): RocketMQ's 32 messages per pull would
     # measure the broker's per-request cost, not the connector.
-    argv = [sys.executable, str(script), "--messages", str(messages), "--size", str(body_size)]
+    # The packaged script runs as a module: run as a file, its directory would shadow top-level imports.
+    target = ["-m", SCRIPT_MODULE] if script == default_script() else [str(script)]
+    argv = [sys.executable, *target, "--messages", str(messages), "--size", str(body_size)]
     argv += ["--max-transfer", "1024"]
     started = time.perf_counter()
     # A session of its own: on timeout the script, its JVM and its server go down together.

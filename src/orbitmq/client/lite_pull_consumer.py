@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orbitmq.client.allocation import AllocateAveragely, AllocateStrategy
+from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_LITE_PULL_MESSAGE, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
+from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.offset_store import (
     LocalFileOffsetStore,
@@ -30,6 +30,7 @@ from orbitmq.client.offset_store import (
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
+from orbitmq.client.options import ConsumerOptions
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.push_consumer import BrokerOffsetBackend
 from orbitmq.client.rebalance import Rebalancer
@@ -39,7 +40,7 @@ from orbitmq.client.subscription import MessageSelector, Subscription, parse_sub
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
-from orbitmq.message.validation import validate_group, validate_topic
+from orbitmq.message.validation import validate_topic
 from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
@@ -61,7 +62,7 @@ class _QueueState:
     task: asyncio.Task[None] | None = None
 
 
-class LitePullConsumer:
+class LitePullConsumer(ConsumerOptions):
     consume_type = ConsumeType.CONSUME_ACTIVELY
 
     def __init__(
@@ -91,35 +92,17 @@ class LitePullConsumer:
         offset_store_dir: Path | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        validate_group(group)
-        if instance is None:
-            config = config or ClientConfig()
-            if namesrv_addrs is not None or not config.namesrv_addrs:
-                config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
-            config.set_security(
-                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
-            )
-        self.group = group
-        self._config = config
-        self._own_instance = instance is None
-        self.instance: ClientInstance | None = instance
-        self.message_model = MessageModel(message_model)
-        self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp_ms = (
-            consume_timestamp_ms if consume_timestamp_ms is not None else clock.now_ms() - 30 * 60 * 1000
-        )
-        self.allocate_strategy = allocate_strategy or AllocateAveragely()
+        self._set_consumer_options(
+            group, namesrv_addrs, instance, config, access_key, secret_key, security_token, tls,
+            message_model, consume_from_where, consume_timestamp_ms, allocate_strategy, pull_batch_size,
+            pull_threshold_for_queue, pull_threshold_size_for_queue_mib, offset_store_dir, clock,
+        )  # fmt: skip
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
-        self.pull_batch_size = pull_batch_size
         self.pull_threshold_for_all = pull_threshold_for_all
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue_mib * 1024 * 1024
         self.consume_max_span = consume_max_span
         self.poll_timeout = poll_timeout
         self.broker_suspend_ms = broker_suspend_ms
-        self.offset_store_dir = offset_store_dir
-        self.clock = clock
         self._subscriptions: dict[str, Subscription] = {}
         self._assigned: list[MessageQueue] | None = None
         self._queues: dict[MessageQueue, _QueueState] = {}

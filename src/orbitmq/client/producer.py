@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from orbitmq.client.api import RETRYABLE_SEND_CODES, NamesrvUnreachableError
-from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
+from orbitmq.client.config import ClientConfig
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS, FaultStrategy
 from orbitmq.client.instance import ClientInstance
+from orbitmq.client.options import own_config
 from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.routing import TopicPublishInfo, select_queue
@@ -34,7 +35,7 @@ from orbitmq.message.codec import (
     java_string_hash,
 )
 from orbitmq.message.model import Message, MessageExt, MessageQueue
-from orbitmq.message.validation import validate_group, validate_message, validate_user_property
+from orbitmq.message.validation import validate_message, validate_user_property
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
 
@@ -141,17 +142,10 @@ class Producer:
         default_topic_queue_nums: int = 4,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        validate_group(group)
-        if instance is None:
-            config = config or ClientConfig()
-            if namesrv_addrs is not None or not config.namesrv_addrs:
-                config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
-            config.set_security(
-                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
-            )
+        security = (access_key, secret_key, security_token, tls)
+        self._config = own_config(group, namesrv_addrs, instance, config, security)
         self.group = group
         self._own_instance = instance is None
-        self._config = config
         self.instance: ClientInstance | None = instance
         self.send_timeout = send_timeout
         self.retry_times = retry_times

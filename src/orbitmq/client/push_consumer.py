@@ -17,9 +17,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from orbitmq.client.allocation import AllocateAveragely, AllocateStrategy
+from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from orbitmq.client.config import ClientConfig, parse_namesrv_addrs
+from orbitmq.client.config import ClientConfig
 from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
 from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
@@ -29,6 +29,7 @@ from orbitmq.client.offset_store import (
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
+from orbitmq.client.options import ConsumerOptions
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.producer import Producer
 from orbitmq.client.rebalance import Rebalancer, retry_topic
@@ -39,7 +40,7 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
 from orbitmq.message.model import Message, MessageExt, MessageQueue
-from orbitmq.message.validation import validate_group, validate_topic
+from orbitmq.message.validation import validate_topic
 from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
@@ -75,7 +76,7 @@ class BrokerOffsetBackend:
         await self.instance.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
 
 
-class PushConsumer:
+class PushConsumer(ConsumerOptions):
     consume_type = ConsumeType.CONSUME_PASSIVELY
 
     def __init__(
@@ -105,35 +106,17 @@ class PushConsumer:
         offset_store_dir: Path | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        validate_group(group)
-        if instance is None:
-            config = config or ClientConfig()
-            if namesrv_addrs is not None or not config.namesrv_addrs:
-                config.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
-            config.set_security(
-                access_key=access_key, secret_key=secret_key, security_token=security_token, tls=tls
-            )
-        self.group = group
-        self._config = config
-        self._own_instance = instance is None
-        self.instance: ClientInstance | None = instance
-        self.message_model = MessageModel(message_model)
-        self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp_ms = (
-            consume_timestamp_ms if consume_timestamp_ms is not None else clock.now_ms() - 30 * 60 * 1000
-        )
-        self.allocate_strategy = allocate_strategy or AllocateAveragely()
+        self._set_consumer_options(
+            group, namesrv_addrs, instance, config, access_key, secret_key, security_token, tls,
+            message_model, consume_from_where, consume_timestamp_ms, allocate_strategy, pull_batch_size,
+            pull_threshold_for_queue, pull_threshold_size_for_queue_mib, offset_store_dir, clock,
+        )  # fmt: skip
         self.consume_concurrency = consume_concurrency
         self.consume_batch_size = consume_batch_size
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue_mib * 1024 * 1024
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.pull_interval = pull_interval
         self.max_reconsume_times = max_reconsume_times
         self.suspend_current_queue_time = suspend_current_queue_time
-        self.offset_store_dir = offset_store_dir
-        self.clock = clock
         self._subscriptions: dict[str, Subscription] = {}
         self._listener: Listener | None = None
         self._orderly = False

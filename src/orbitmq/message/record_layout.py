@@ -73,6 +73,9 @@ _FIXED: Final = {
     for born_v6 in (False, True)
     for store_v6 in (False, True)
 }
+# Index of BODYLENGTH, the last field of a fixed struct's tuple (TOTALSIZE ... PREPAREDTRANSACTIONOFFSET
+# come before it, in RecordHeader's order).
+FIXED_BODY_LEN: Final = 14
 _FIXED_BY_FLAGS: Final = tuple(
     _FIXED[(bool(flags & BORNHOST_V6_FLAG), bool(flags & STOREHOSTADDRESS_V6_FLAG))]
     for flags in range(0, 0x40, 0x10)
@@ -350,23 +353,8 @@ def unpack_record_header(buf: Buffer, pos: int = 0) -> RecordHeader:
     body_pos = pos + fixed.size
     if body_pos > end:
         raise RemoteProtocolError(f"truncated message record at {pos}: {end - pos} bytes left")
-    (
-        total_size,
-        magic,
-        body_crc,
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        body_len,
-    ) = fixed.unpack_from(buf, pos)
+    fields = fixed.unpack_from(buf, pos)
+    total_size, magic, body_len = fields[0], fields[1], fields[FIXED_BODY_LEN]
     if magic != MESSAGE_MAGIC:
         raise RemoteProtocolError(f"bad magic code {magic:#010x} at {pos}: not a 4.x message record")
     record_end = pos + total_size
@@ -389,27 +377,11 @@ def unpack_record_header(buf: Buffer, pos: int = 0) -> RecordHeader:
             f"message record at {pos}: lengths (body {body_len}, topic {topic_len}, properties "
             f"{properties_len}) disagree with TOTALSIZE {total_size}"
         )
-    return RecordHeader(
-        total_size,
-        magic,
-        body_crc,
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        body_pos,
-        body_len,
-        topic_len_pos + 1,
-        topic_len,
-        properties_len_pos + 2,
-        properties_len,
+    # The struct's first 14 fields are RecordHeader's first 14, in the same order. Concatenating
+    # tuples is about twice as fast as unpacking into a new one (recovery reads every record here).
+    return RecordHeader._make(
+        fields[:FIXED_BODY_LEN]  # noqa: RUF005
+        + (body_pos, body_len, topic_len_pos + 1, topic_len, properties_len_pos + 2, properties_len)
     )
 
 

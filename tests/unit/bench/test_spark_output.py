@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the table lines below are as wide as spark_bench.py prints them)
-"""Parsing bench/spark_bench.py's printed table (W7) into harness rows."""
+"""Parsing spark_bench.py's (`orbitmq bench spark`) printed table (W7) into harness rows."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from orbitmq.protocol.java_values import parse_boolean
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 log = logging.getLogger("orbitmq.broker")
@@ -66,7 +66,7 @@ def install_hook(server: RemotingServer, validator: PlainAccessValidator) -> Non
     server.set_request_hook(check)
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     def validator() -> PlainAccessValidator:
         if app.acl is None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, "ACL is not enabled on this broker (aclEnable=false)")

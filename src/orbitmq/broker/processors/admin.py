@@ -26,11 +26,11 @@ from orbitmq.transport.connection import Connection
 log = logging.getLogger("orbitmq.broker.admin")
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     broker_name = app.config.broker_name
     config_version = {"counter": 0, "timestamp": app.clock.now_ms()}
 

@@ -28,7 +28,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.broker.stats import BrokerStats
     from orbitmq.transport.server import RemotingServer
 
@@ -58,7 +58,7 @@ def broker_stats_data(windows: tuple[Window, Window, Window], of_bytes: bool) ->
     return orjson.dumps({k: out[k] for k in ("statsDay", "statsHour", "statsMinute")})
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def broker_consume_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         order_only = f.opt_bool("isOrder", False)

@@ -32,7 +32,7 @@ from orbitmq.protocol.java_values import parse_boolean
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 log = logging.getLogger("orbitmq.broker")
@@ -45,7 +45,7 @@ def _language(name: str) -> str:
     return name if name in LanguageCode.__members__ else "OTHER"
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def consume_time_span(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         topic, group = f.req_str("topic"), f.req_str("group")

@@ -25,7 +25,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 
@@ -58,7 +58,7 @@ def _subscriptions(raw: Any) -> list[Subscription]:
     return subs
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def heart_beat(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             data = load_json(request.body_bytes())

@@ -14,7 +14,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 
@@ -39,7 +39,7 @@ def _mq_json(mq: MessageQueue) -> dict[str, Any]:
     return {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def lock(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group, client_id, mqs = _parse(request.body_bytes())
         locked = app.locks.try_lock_batch(group, mqs, client_id)

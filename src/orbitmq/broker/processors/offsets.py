@@ -11,11 +11,11 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def query_consumer_offset(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         group, topic, queue_id = f.req_str("consumerGroup"), f.req_str("topic"), f.req_int("queueId")

@@ -32,7 +32,7 @@ from orbitmq.store.store_message import StoreMessage
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 FLAG_COMMIT_OFFSET = 0x1
@@ -42,14 +42,14 @@ FLAG_SUBSCRIPTION = 0x4
 log = logging.getLogger("orbitmq.broker")
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     async def process(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         return process_pull(app, conn, request, allow_suspend=True)
 
     server.register(RequestCode.PULL_MESSAGE, guarded(process), limit=100000)
 
 
-async def answer_held_pull(app: BrokerApp, held: HeldPull) -> None:
+async def answer_held_pull(app: BrokerContext, held: HeldPull) -> None:
     conn: Connection = held.conn
     request: RemotingCommand = held.request
     if conn.closed:
@@ -81,7 +81,7 @@ def _pull_response(
 
 
 def process_pull(
-    app: BrokerApp, conn: Connection, request: RemotingCommand, *, allow_suspend: bool
+    app: BrokerContext, conn: Connection, request: RemotingCommand, *, allow_suspend: bool
 ) -> RemotingCommand | None:
     f = Fields(request.ext_fields)
     group = f.req_str("consumerGroup")
@@ -234,7 +234,7 @@ def offset_moved_event_body(
 
 
 def _store_offset_moved_event(
-    app: BrokerApp, group: str, topic: str, queue_id: int, *, offset_request: int, offset_new: int
+    app: BrokerContext, group: str, topic: str, queue_id: int, *, offset_request: int, offset_new: int
 ) -> None:
     body = offset_moved_event_body(
         group,
@@ -273,7 +273,7 @@ def _store_offset_moved_event(
 
 
 def _subscription(
-    app: BrokerApp,
+    app: BrokerContext,
     group: str,
     *,
     topic: str,

@@ -28,7 +28,7 @@ from orbitmq.store.store_message import StoreMessage
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 log = logging.getLogger("orbitmq.broker")
@@ -36,7 +36,7 @@ log = logging.getLogger("orbitmq.broker")
 PUSH_TIMEOUT_S = 3.0  # RocketMQ's Broker2Client.callClient waits 10 s; a requester answers at once
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     sender = SendProcessor(app)
 
     async def process(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -46,7 +46,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
         server.register(code, guarded(process))
 
 
-def find_producer_channel(app: BrokerApp, client_id: str) -> Connection | None:
+def find_producer_channel(app: BrokerContext, client_id: str) -> Connection | None:
     """ProducerManager.findChannel: the connection a client registered a producer group on."""
     for members in app.producers.groups.values():
         for channel, info in members.items():
@@ -56,7 +56,7 @@ def find_producer_channel(app: BrokerApp, client_id: str) -> Connection | None:
 
 
 async def process_reply(
-    app: BrokerApp, sender: SendProcessor, conn: Connection, request: RemotingCommand
+    app: BrokerContext, sender: SendProcessor, conn: Connection, request: RemotingCommand
 ) -> RemotingCommand:
     try:
         header = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
@@ -116,7 +116,7 @@ async def process_reply(
 
 
 async def _push(
-    app: BrokerApp,
+    app: BrokerContext,
     conn: Connection,
     request: RemotingCommand,
     header: SendMessageRequestHeader,

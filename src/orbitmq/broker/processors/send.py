@@ -48,7 +48,7 @@ from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
 V3_4_9 = 121
@@ -264,7 +264,7 @@ _STORED_CODES = {
 }
 
 
-def register(server: RemotingServer, app: BrokerApp) -> None:
+def register(server: RemotingServer, app: BrokerContext) -> None:
     processor = SendProcessor(app)
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
         server.register(code, guarded(processor.process_send))
@@ -272,7 +272,7 @@ def register(server: RemotingServer, app: BrokerApp) -> None:
 
 
 class SendProcessor:
-    def __init__(self, app: BrokerApp) -> None:
+    def __init__(self, app: BrokerContext) -> None:
         self.app = app
         # Group-commit outcomes handed over by the flusher thread, resolved on the loop in one callback
         # per flush round (not one cross-thread wake-up per waiting message).

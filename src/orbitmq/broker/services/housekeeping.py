@@ -20,12 +20,12 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
 
 log = logging.getLogger("orbitmq.broker")
 
 
-async def persist_loop(app: BrokerApp) -> None:
+async def persist_loop(app: BrokerContext) -> None:
     offset_period = max(app.config.flush_consumer_offset_interval, 100) / 1000
     delay_period = max(app.config.flush_delay_offset_interval, 100) / 1000
     next_delay = delay_period
@@ -44,7 +44,7 @@ async def persist_loop(app: BrokerApp) -> None:
                 log.exception("persisting delay offsets failed")
 
 
-async def stats_loop(app: BrokerApp) -> None:
+async def stats_loop(app: BrokerContext) -> None:
     from orbitmq.broker.stats import ROLL_SECONDS
 
     ticks = 0
@@ -60,7 +60,7 @@ async def stats_loop(app: BrokerApp) -> None:
             log.exception("rolling the stats windows failed")
 
 
-async def retention_loop(app: BrokerApp) -> None:
+async def retention_loop(app: BrokerContext) -> None:
     period = max(app.config.retention_check_interval, 100) / 1000
     while True:
         await asyncio.sleep(period)
@@ -70,7 +70,7 @@ async def retention_loop(app: BrokerApp) -> None:
             log.exception("cleaning expired store files failed")
 
 
-async def client_housekeeping_loop(app: BrokerApp) -> None:
+async def client_housekeeping_loop(app: BrokerContext) -> None:
     expiry = app.config.client_channel_expired_timeout
     period = max(min(app.config.client_housekeeping_interval, expiry), 100) / 1000
     while True:
@@ -82,7 +82,7 @@ async def client_housekeeping_loop(app: BrokerApp) -> None:
             log.info("consumer channel %s (%s) expired", info.remote_address, info.client_id)
 
 
-async def commit_loop(app: BrokerApp) -> None:
+async def commit_loop(app: BrokerContext) -> None:
     period = max(app.store.config.commit_interval_commit_log, 1) / 1000
     while True:
         await asyncio.sleep(period)

@@ -19,13 +19,13 @@ from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
 
 log = logging.getLogger("orbitmq.broker")
 
 
 class RegistrationService:
-    def __init__(self, app: BrokerApp) -> None:
+    def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.last_success: dict[str, int] = {}  # namesrv address -> ms of last successful registration
 

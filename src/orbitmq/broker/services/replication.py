@@ -26,7 +26,7 @@ from orbitmq.replication.master import HAService
 from orbitmq.replication.slave import HAClient
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -35,7 +35,7 @@ SLAVE_SYNC_FIRST = 3.0
 
 
 class ReplicationService:
-    def __init__(self, app: BrokerApp) -> None:
+    def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.ha: HAService | None = None
         self.client: HAClient | None = None

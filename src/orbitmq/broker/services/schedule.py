@@ -33,7 +33,7 @@ from orbitmq.store.results import PutMessageStatus
 from orbitmq.store.store_message import StoreMessage
 
 if TYPE_CHECKING:
-    from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.context import BrokerContext
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -54,7 +54,7 @@ class StoreBusy(Exception):
 
 
 class ScheduleMessageService:
-    def __init__(self, app: BrokerApp) -> None:
+    def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.offsets: dict[int, int] = {}  # delay level -> next offset in queue level-1
         self.delivered = 0

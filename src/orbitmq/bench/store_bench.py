@@ -1,6 +1,6 @@
 """Store engine benchmark (a script, not a test): append, read and recovery throughput of MessageStore.
 
-    .venv/bin/python bench/store_bench.py [--messages 200000] [--body 1024] [--dir /tmp/orbitmq-store-bench]
+    orbitmq bench store [--messages 200000] [--body 1024] [--dir /tmp/orbitmq-store-bench]
 
 Measures, with 1 KiB bodies by default:
 - append, single puts, ASYNC_FLUSH (msgs/s, MB/s of records);
@@ -20,6 +20,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 
 from orbitmq.message.batch import BatchEntry
 from orbitmq.message.hosts import pack_host
@@ -191,16 +192,16 @@ def bench_recovery(root: str, segment_mb: int) -> None:
     store.shutdown()
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="orbitmq bench store", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--segment-mb", type=int, default=128)
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--dir", default="/tmp/orbitmq-store-bench")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     body = os.urandom(args.body)
     root = args.dir
     print(f"{args.messages} messages, {args.body}-byte bodies, {args.segment_mb} MiB segments, dir {root}")

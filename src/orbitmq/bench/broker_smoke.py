@@ -2,7 +2,7 @@
 senders, then the catch-up consume rate (pulling everything back from offset 0), using raw remoting
 requests against a fresh `orbitmq serve` (or --broker ADDR for a running broker).
 
-    .venv/bin/python bench/broker_smoke.py [--seconds 5] [--size 1024] [--flush ASYNC_FLUSH|SYNC_FLUSH]
+    orbitmq bench broker-smoke [--seconds 5] [--size 1024] [--flush ASYNC_FLUSH|SYNC_FLUSH]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
@@ -130,13 +131,13 @@ async def run(addr: str, seconds: float, size: int) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="orbitmq bench broker-smoke", description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--flush", default="ASYNC_FLUSH", choices=("ASYNC_FLUSH", "SYNC_FLUSH"))
     parser.add_argument("--broker", help="benchmark a running broker instead of starting `orbitmq serve`")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.broker:
         asyncio.run(run(args.broker, args.seconds, args.size))
         return

@@ -1,6 +1,7 @@
 """Codec throughput per CPU second: pack_record_into, decode_records, scan_record, iter_record_spans
-with 1 KiB bodies, and the remoting wire path of a SEND_MESSAGE_V2 request (FrameDecoder.feed +
-decode_command, encode_command of its response). A plain script: `.venv/bin/python bench/codec_bench.py`.
+and unpack_record_header (recovery's per-record read) with 1 KiB bodies, and the remoting wire path of
+a SEND_MESSAGE_V2 request (FrameDecoder.feed + decode_command, encode_command of its response).
+Run with `orbitmq bench codec [--count N] [--body B] [--runs R]`.
 
 Timed with `time.process_time` (this process's CPU time), so a shared, busy box changes the figures
 far less than wall-clock time would; compare compiled and pure builds with ORBITMQ_PURE=1.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from orbitmq import native
 from orbitmq.message.codec import (
@@ -23,6 +24,7 @@ from orbitmq.message.codec import (
     pack_record_into,
     record_size,
     scan_record,
+    unpack_record_header,
 )
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command
@@ -39,14 +41,14 @@ def best_of(runs: int, fn: Callable[[], int]) -> float:
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="orbitmq bench codec", description=__doc__)
     parser.add_argument("--count", type=int, default=50_000)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    count = args.count
+    count: int = args.count
     body = os.urandom(args.body)
     topic = b"BenchmarkTopic"
     born = pack_host("10.1.2.3", 51234)
@@ -97,6 +99,9 @@ def main() -> None:
     def spans() -> int:
         return sum(1 for _ in iter_record_spans(buf))
 
+    def headers() -> int:  # what recovery reads per record
+        return sum(1 for pos, _ in iter_record_spans(buf) if unpack_record_header(buf, pos))
+
     request = RemotingCommand(
         RequestCode.SEND_MESSAGE_V2,
         ext_fields={
@@ -143,6 +148,7 @@ def main() -> None:
         ("decode_records", decode),
         ("scan_record (crc)", scan),
         ("iter_record_spans", spans),
+        ("unpack_record_header", headers),
         ("feed+decode_command", wire_in),
         ("encode_command (resp)", wire_out),
     ):

@@ -1,6 +1,6 @@
 """Throughput of the orbitmq Spark connector, with its references measured in the same run.
 
-    .venv/bin/python bench/spark_bench.py [--messages 1000000] [--size 1024] [--queues 4]
+    orbitmq bench spark [--messages 1000000] [--size 1024] [--queues 4]
 
 Starts `orbitmq serve` (temporary store), fills a topic with N messages of `size` bytes, then reports
 rows/s for:
@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,9 +213,9 @@ def timed(action: Any) -> float:
     return time.perf_counter() - started
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="orbitmq bench spark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=1024)
@@ -232,7 +232,7 @@ def main() -> int:
     parser.add_argument(
         "--latency-seconds", type=float, default=20.0, help="measured span of the latency row (0: skip)"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     n, size = args.messages, args.size
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -278,7 +278,7 @@ def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
 def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]:
     n, size = args.messages, args.size
     results: list[tuple[str, float, str]] = []
-    broker_conf: dict[str, int] = {}
+    broker_conf: dict[str, Any] = {}
     read_options = {"namesrv": "", "topic": "bench"}
     if args.max_transfer:
         broker_conf = {

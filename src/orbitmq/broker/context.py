@@ -1,0 +1,145 @@
+"""BrokerContext: what the broker's processors and services may use of the broker.
+
+BrokerApp (broker/app.py) is the composition root: it imports every processor and service to wire
+them up. If they imported BrokerApp back (even only for type hints), app.py and its parts would form
+one import circle, and any part could reach for anything on the app. Instead they take this narrow
+view, which lives below app.py and imports only the broker's tables and lower layers; BrokerApp
+implements it structurally (mypy checks that wherever BrokerApp is passed as a BrokerContext).
+
+The three services other parts call into (registration, replication, schedule) appear here as small
+protocols of exactly the members used elsewhere, so this module does not import the services either.
+Everything is read-only from the context's point of view (properties), except `hold`, which the
+app sets once the store is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from orbitmq.acl import PlainAccessValidator
+    from orbitmq.broker.client_registry import ConsumerRegistry, ProducerRegistry
+    from orbitmq.broker.config import BrokerConfig
+    from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
+    from orbitmq.broker.locks import RebalanceLockManager
+    from orbitmq.broker.long_polling import PullRequestHoldService
+    from orbitmq.broker.stats import BrokerStats
+    from orbitmq.broker.subscription_groups import SubscriptionGroupManager
+    from orbitmq.broker.topics import TopicConfigManager
+    from orbitmq.broker.transaction.service import TransactionalMessageService
+    from orbitmq.common.clock import Clock
+    from orbitmq.protocol.command import RemotingCommand
+    from orbitmq.replication.master import HAService
+    from orbitmq.store.message_store import MessageStore
+    from orbitmq.transport.client import RemotingClient
+
+
+class Registrar(Protocol):
+    """The registration service as admin processors see it (re-register after a config change)."""
+
+    async def register_all(self, *, timeout: float | None = None) -> int: ...
+
+
+class ReplicationView(Protocol):
+    """The replication service as the send processor, registration and metrics see it."""
+
+    @property
+    def ha(self) -> HAService | None: ...
+
+    async def wait_replicated(self, end_offset: int) -> int: ...
+
+    def on_registered(self, response: RemotingCommand) -> None: ...
+
+
+class ScheduleView(Protocol):
+    """The delay-level service's progress, as admin, housekeeping and slave sync see it."""
+
+    @property
+    def offsets(self) -> dict[int, int]: ...
+
+    @property
+    def delivered(self) -> int: ...
+
+    @property
+    def skipped(self) -> int: ...
+
+    def to_json_dict(self) -> dict[str, Any]: ...
+
+    def persist(self) -> None: ...
+
+
+class BrokerContext(Protocol):
+    """The broker as seen by its request processors and background services."""
+
+    hold: PullRequestHoldService | None  # None until the store is open
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def delay_levels_ms(self) -> list[int]: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def subscription_groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def producers(self) -> ProducerRegistry: ...
+
+    @property
+    def consumers(self) -> ConsumerRegistry: ...
+
+    @property
+    def locks(self) -> RebalanceLockManager: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def acl(self) -> PlainAccessValidator | None: ...
+
+    @property
+    def outbound(self) -> RemotingClient: ...
+
+    @property
+    def transactions(self) -> TransactionalMessageService: ...
+
+    @property
+    def registration(self) -> Registrar: ...
+
+    @property
+    def replication(self) -> ReplicationView: ...
+
+    @property
+    def schedule(self) -> ScheduleView: ...
+
+    @property
+    def started_ms(self) -> int: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def broker_addr(self) -> str: ...
+
+    @property
+    def ha_server_addr(self) -> str: ...
+
+    def notify_enabled(self, group: str) -> bool: ...
+
+    def spawn_side_task(self, coro: Coroutine[Any, Any, Any]) -> None: ...
