@@ -18,9 +18,16 @@ RETRY_PREFIX = "%RETRY%"
 _BY_TEXT = {"PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB, "DENY": DENY}
 
 # RocketMQ 4.9.8's admin codes, plus the ACL codes themselves: 4.9.8 lets any signed account rewrite
-# the ACL (and read every secret key with code 54); orbitmq asks for an admin account.
+# the ACL (and read every secret key with code 54); orbitmq asks for an admin account. Also beyond
+# 4.9.8: the codes that move offsets or delete data broker-wide (reset/clone offsets, clean queues,
+# topics or commit-log files) need an admin account too, not just any signature.
 ADMIN_CODES = frozenset(
     {
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        RequestCode.CLONE_GROUP_OFFSET,
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+        RequestCode.CLEAN_UNUSED_TOPIC,
+        RequestCode.DELETE_EXPIRED_COMMITLOG,
         RequestCode.UPDATE_AND_CREATE_TOPIC,
         RequestCode.UPDATE_BROKER_CONFIG,
         RequestCode.DELETE_TOPIC_IN_BROKER,

@@ -170,3 +170,22 @@ def test_refusal_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2
     assert "99 more refused" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        RequestCode.CLONE_GROUP_OFFSET,
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+        RequestCode.CLEAN_UNUSED_TOPIC,
+        RequestCode.DELETE_EXPIRED_COMMITLOG,
+    ],
+)
+def test_broker_wide_destructive_codes_need_an_admin(validator: PlainAccessValidator, code: int) -> None:
+    """Beyond 4.9.8: resetting/cloning offsets and deleting queues, topics or log files broker-wide."""
+    ext = {"topic": "topicB", "group": "groupB", "srcGroup": "groupB", "destGroup": "groupB"}
+    assert refused(validator, signed(code, ext)) == (
+        f"Need admin permission for request code={int(code)}, but accessKey=rocketmq2 is not"
+    )
+    validator.check(signed(code, ext, key="adminkey", secret="adminsecret"), CLIENT)
