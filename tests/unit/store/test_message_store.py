@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from orbitmq.common.clock import FakeClock
 from orbitmq.message.batch import decode_batch, encode_batch
@@ -293,3 +296,27 @@ def test_failing_arrival_listener_does_not_fail_the_put(store: MessageStore) -> 
     store.add_arrival_listener(boom)
     assert store.put_message(make_message()).ok
     assert store.get_max_offset_in_queue("TopicTest", 0) == 1
+
+
+def test_a_queue_deleted_under_a_flush_round_is_skipped_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = MessageStore(small_config(tmp_path / "store"))
+    s.start()
+    flusher = s.flusher
+    assert flusher is not None
+    flusher.stop(final_flush=False)  # the flush round below is the only one (no thread racing the test)
+    try:
+        assert s.put_message(make_message("Gone")).status == PutMessageStatus.PUT_OK
+        s.put_message(make_message("Kept"))
+        stale = s.queues.snapshot()  # what a flush round took just before DELETE_TOPIC
+        s.delete_topics({"Gone"})
+        assert not (tmp_path / "store" / "consumequeue" / "Gone").exists()
+        monkeypatch.setattr(s.queues, "snapshot", lambda: stale)
+        with caplog.at_level(logging.WARNING, logger="orbitmq.store"):
+            flusher.flush_consume_queues(0)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        kept = s.queues.find("Kept", 0)
+        assert kept is not None and kept.files.flushed_where > 0  # the live queue was flushed
+    finally:
+        s.shutdown()
