@@ -264,8 +264,11 @@ class BrokerApp:
 
     async def config_durable(self) -> None:
         """Wait until every config change made so far is on disk (raises if its write failed)."""
-        if not self.config_writer.idle:
-            await asyncio.wrap_future(self.config_writer.durable())
+        durable = self.config_writer.durable()
+        if durable.done():
+            durable.result()  # raises if the batch holding the change failed
+        else:
+            await asyncio.wrap_future(durable)
 
     async def stop(self) -> None:
         if self.stopping:

@@ -35,6 +35,9 @@ class ConfigWriter:
         self._written = 0  # every write() up to this number is done
         self._thread: threading.Thread | None = None
         self._closed = False
+        # The outcome of the newest batch: a caller on the loop that changed a table and asks at once finds
+        # its write either still pending (it waits) or in the newest batch (done: this is its outcome).
+        self._last_error: BaseException | None = None
         self.writes = 0  # files actually written (coalesced writes count once)
         self.failures = 0
 
@@ -53,11 +56,17 @@ class ConfigWriter:
         write_file(path, data)
 
     def durable(self) -> Future[None]:
-        """Done once every write submitted so far is on disk; its exception if one of them failed."""
+        """Done once every write submitted so far is on disk; its exception if one of them failed (when
+        nothing is pending: the newest batch's failure, which holds the caller's write if it is the only
+        thread submitting, as the broker's loop is)."""
         fut: Future[None] = Future()
         with self._cond:
             if self._written >= self._submitted:
-                fut.set_result(None)
+                if self._last_error is None:
+                    fut.set_result(None)
+                else:  # reported once: a later caller with no write of its own is not failed by it
+                    fut.set_exception(self._last_error)
+                    self._last_error = None
             else:
                 self._waiters.append((self._submitted, fut))
         return fut
@@ -96,6 +105,7 @@ class ConfigWriter:
                     log.error("writing %s failed: %s", path, exc)
             with self._cond:
                 self._written = upto
+                self._last_error = error
                 ready = [f for seq, f in self._waiters if seq <= upto]
                 self._waiters = [(seq, f) for seq, f in self._waiters if seq > upto]
             for fut in ready:

@@ -57,3 +57,16 @@ def test_a_failed_write_reaches_its_waiter(tmp_path: Path) -> None:
     writer.durable().result(10)
     assert writer.failures == 1 and writer.writes == 1
     writer.close()
+
+
+def test_a_failure_finished_before_the_caller_asks_is_still_reported_once(tmp_path: Path) -> None:
+    writer = ConfigWriter()
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    writer.write(blocker / "x.json", b"{}")
+    while not writer.idle:  # the batch is done before anyone asks
+        threading.Event().wait(0.01)
+    with pytest.raises(OSError):
+        writer.durable().result(10)
+    writer.durable().result(10)  # reported once: a caller without a write of its own is not failed
+    writer.close()

@@ -611,6 +611,7 @@ class SendProcessor:
             return success()
         new_topic = retry_topic(group)
         _check_send_back_topic(new_topic, group)
+        topics_before = len(app.topics.table)
         queue_id = random.randrange(group_cfg.retry_queue_nums)
         tc = app.topics.create_in_send_back(new_topic, group_cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
         if not is_writeable(tc.perm):
@@ -652,7 +653,8 @@ class SendProcessor:
             reconsume_times=msg.reconsume_times + 1,
         )
         result = app.store.put_message(store_msg)
-        await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
+        if len(app.topics.table) != topics_before:
+            await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
         response = await self.respond(result, True, queue_id, topic)
         return RemotingCommand.response(response.code, response.remark)
 
