@@ -155,6 +155,12 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     inflated = broker_config.extra.get("registerBrokerMaxInflatedSize")
     if inflated is not None:
         namesrv_config.update({"registerBrokerMaxInflatedSize": inflated})
+    # The same access rules for both: aclEnable/aclFile guard the nameserver's writes as `orbitmq namesrv`
+    # does (the broker signs its registrations with accessKey/secretKey), and tls.server.* hold for both
+    # ports (the broker registers over TLS with tls.enable=true).
+    namesrv_config.acl_enable = broker_config.acl_enable
+    namesrv_config.acl_file = broker_config.acl_file  # already resolved beside -c
+    namesrv_config.extra.update({k: v for k, v in broker_config.extra.items() if k.startswith("tls.server.")})
     namesrv = NamesrvApp(namesrv_config, host="127.0.0.1")
     try:
         await namesrv.start()

@@ -20,6 +20,7 @@ from typing import Any
 from orbitmq.acl import PlainAccessValidator
 from orbitmq.broker.client_registry import ClientChannelInfo, ConsumerRegistry, ProducerRegistry
 from orbitmq.broker.config import BrokerConfig, parse_delay_levels
+from orbitmq.broker.config_writer import ConfigWriter
 from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
 from orbitmq.broker.locks import RebalanceLockManager
 from orbitmq.broker.long_polling import PullRequestHoldService
@@ -60,6 +61,11 @@ class BrokerApp:
             config.config_dir, auto_create=config.auto_create_subscription_group, clock=clock
         )
         self.offsets = ConsumerOffsetManager(config.config_dir)
+        # Config files are rewritten on this thread, never on the event loop (see config_writer).
+        self.config_writer = ConfigWriter(f"config-writer-{config.broker_name}")
+        self.topics.writer = self.config_writer
+        self.subscription_groups.writer = self.config_writer
+        self.offsets.writer = self.config_writer
         self.producers = ProducerRegistry()
         self.consumers = ConsumerRegistry(self._consumer_ids_changed)
         self.stats = BrokerStats(clock)
@@ -269,6 +275,14 @@ class BrokerApp:
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
 
+    async def config_durable(self) -> None:
+        """Wait until every config change made so far is on disk (raises if its write failed)."""
+        durable = self.config_writer.durable()
+        if durable.done():
+            durable.result()  # raises if the batch holding the change failed
+        else:
+            await asyncio.wrap_future(durable)
+
     async def stop(self) -> None:
         if self.stopping:
             return
@@ -293,6 +307,8 @@ class BrokerApp:
         if self._side_tasks:
             await asyncio.gather(*self._side_tasks, return_exceptions=True)
         await self.outbound.close()
+        # Drain the queued writes; the final persists below then write synchronously.
+        await asyncio.get_running_loop().run_in_executor(None, self.config_writer.close)
         if self._store is not None:
             for persist in (
                 self.offsets.persist,

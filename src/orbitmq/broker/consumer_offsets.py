@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from orbitmq.broker.config_files import dumps, read_json_file, write_file
+from orbitmq.broker.config_files import dumps, read_json_file
+from orbitmq.broker.config_writer import ConfigWriter, persist_json
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ TOPIC_GROUP_SEPARATOR = "@"
 class ConsumerOffsetManager:
     def __init__(self, config_dir: Path) -> None:
         self.path = config_dir / "consumerOffset.json"
+        self.writer: ConfigWriter | None = None  # set by the broker: writes off the event loop
         self.table: dict[str, dict[int, int]] = {}
         self._dirty = False
 
@@ -89,7 +91,7 @@ class ConsumerOffsetManager:
                 log.warning("consumerOffset.json: skipping %s (%s)", key, exc)
 
     def persist(self) -> None:
-        write_file(self.path, dumps(self.to_json_dict()))
+        persist_json(self.writer, self.path, dumps(self.to_json_dict()))
         self._dirty = False
 
     def persist_if_dirty(self) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orbitmq.broker.config_files import dumps, read_json_file, write_file
+from orbitmq.broker.config_files import dumps, read_json_file
+from orbitmq.broker.config_writer import ConfigWriter, persist_json
 from orbitmq.broker.topics import DataVersion
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 
@@ -69,6 +70,7 @@ class SubscriptionGroupConfig:
 class SubscriptionGroupManager:
     def __init__(self, config_dir: Path, *, auto_create: bool, clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = config_dir / "subscriptionGroup.json"
+        self.writer: ConfigWriter | None = None  # set by the broker: writes off the event loop
         self.auto_create = auto_create
         self._clock = clock
         self.table: dict[str, SubscriptionGroupConfig] = {}
@@ -121,4 +123,4 @@ class SubscriptionGroupManager:
             self.data_version = DataVersion.from_json_dict(data["dataVersion"])
 
     def persist(self) -> None:
-        write_file(self.path, dumps(self.to_json_dict()))
+        persist_json(self.writer, self.path, dumps(self.to_json_dict()))

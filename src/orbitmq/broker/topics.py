@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.broker.config_files import dumps, read_json_file, write_file
+from orbitmq.broker.config_files import dumps, read_json_file
+from orbitmq.broker.config_writer import ConfigWriter, persist_json
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.validation import topic_problem
 
@@ -129,6 +130,7 @@ class DataVersion:
 class TopicConfigManager:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._config = config
+        self.writer: ConfigWriter | None = None  # set by the broker: writes off the event loop
         self._clock = clock
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(0, clock.now_ms())
@@ -182,7 +184,7 @@ class TopicConfigManager:
             self.data_version = DataVersion.from_json_dict(data["dataVersion"])
 
     def persist(self) -> None:
-        write_file(self.path, dumps(self.wrapper_dict()))
+        persist_json(self.writer, self.path, dumps(self.wrapper_dict()))
 
     def wrapper_dict(self, topics: Iterable[TopicConfig] | None = None) -> dict[str, Any]:
         """TopicConfigSerializeWrapper: topics.json, GET_ALL_TOPIC_CONFIG and REGISTER_BROKER's payload."""

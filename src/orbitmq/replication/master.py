@@ -34,6 +34,7 @@ class HAService:
         heartbeat_interval: float = 5.0,
         housekeeping_interval: float = 20.0,
         slave_fall_behind_max: int = 256 * 1024 * 1024,
+        max_connections: int = 16,
     ) -> None:
         self._store = store
         self._file_size = file_size
@@ -43,6 +44,9 @@ class HAService:
         self._heartbeat_interval = heartbeat_interval
         self._housekeeping_interval = housekeeping_interval
         self._fall_behind_max = slave_fall_behind_max
+        # A master has a handful of slaves: anyone past this many is closed on accept (haMaxConnections).
+        self._max_connections = max_connections
+        self.refused_connections = 0
         self._server: asyncio.Server | None = None
         self._connections: set[_SlaveConnection] = set()
         self._new_data = asyncio.Event()
@@ -118,6 +122,17 @@ class HAService:
                 fut.set_result(True)
 
     async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= self._max_connections:
+            self.refused_connections += 1
+            if self.refused_connections == 1 or self.refused_connections % 1000 == 0:  # a flood logs little
+                log.warning(
+                    "HA connection from %s closed: %d open already (haMaxConnections); %d refused so far",
+                    writer.get_extra_info("peername"),
+                    len(self._connections),
+                    self.refused_connections,
+                )
+            writer.close()
+            return
         conn = _SlaveConnection(self, reader, writer)
         self._connections.add(conn)
         conn.task = asyncio.current_task()

@@ -79,6 +79,7 @@ class StoreConfig:
     ha_transfer_batch_size: int = 32768
     ha_master_address: str | None = None
     ha_slave_fallbehind_max: int = 268435456
+    ha_max_connections: int = 16  # orbitmq's own: connections the HA port accepts at once
     broker_role: str = ASYNC_MASTER
     flush_disk_type: str = ASYNC_FLUSH
     sync_flush_timeout: int = 5000

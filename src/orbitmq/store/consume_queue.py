@@ -39,6 +39,8 @@ class ConsumeQueue:
     def __init__(self, root_dir: str, topic: str, queue_id: int, file_size: int) -> None:
         self.topic = topic
         self.queue_id = queue_id
+        # Set (before any file goes) when the topic is deleted: the flusher skips it quietly.
+        self.destroyed = False
         self.file_size = file_size
         self.entries_per_file = file_size // CQ_ENTRY_SIZE
         self.directory = os.path.join(child_dir(root_dir, topic), str(queue_id))
@@ -238,6 +240,7 @@ class ConsumeQueue:
         return deleted
 
     def destroy(self) -> None:
+        self.destroyed = True
         self.files.delete_all()
         self.max_physic_offset = -1
         self.min_logic_offset = 0

@@ -3,14 +3,69 @@
 Loading walks `consumequeue/<topic>/<queue id>/`; directories that are not a queue id are ignored.
 The flusher thread iterates `snapshot()` while the writer may add queues, so the dict is replaced, never
 mutated in place (copy on write; queues are created rarely).
+
+Removing a topic (DELETE_TOPIC) must not unlink its files on the caller's thread (the event loop: up to
+tens of ms per file on a busy disk). Its queues are closed and marked destroyed, its directory renamed to
+`.deleted-<topic>-<n>` (one rename; a queue of the same name created next starts fresh) and removed by
+one background thread. A leftover from a crash is removed at the next load (a name with a dot is never a
+topic).
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
+import queue
+import shutil
+import threading
 
 from orbitmq.store.consume_queue import ConsumeQueue
 from orbitmq.store.paths import child_dir
+
+log = logging.getLogger(__name__)
+
+DELETED_PREFIX = ".deleted-"
+
+
+class _Remover:
+    """One daemon thread removing renamed-away directories, in order."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pending = 0
+        self._idle = threading.Condition(self._lock)
+
+    def remove(self, path: str) -> None:
+        with self._lock:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="orbitmq-store-remover", daemon=True)
+                self._thread.start()
+        self._queue.put(path)
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def _run(self) -> None:
+        while True:
+            path = self._queue.get()
+            try:
+                shutil.rmtree(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # left for the next load
+                log.warning("removing deleted topic files %s failed: %s", path, exc)
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+
+
+REMOVER = _Remover()
+_tombstones = itertools.count()
 
 
 class ConsumeQueueTable:
@@ -25,6 +80,9 @@ class ConsumeQueueTable:
         queues: dict[tuple[str, int], ConsumeQueue] = {}
         for topic in sorted(os.listdir(self.root_dir)):
             topic_dir = os.path.join(self.root_dir, topic)
+            if topic.startswith(DELETED_PREFIX):  # a deleted topic whose removal a crash interrupted
+                shutil.rmtree(topic_dir, ignore_errors=True)
+                continue
             if not os.path.isdir(topic_dir):
                 continue
             for name in sorted(os.listdir(topic_dir)):
@@ -61,11 +119,18 @@ class ConsumeQueueTable:
         removed = self.queues_of(topic)
         self._queues = {k: v for k, v in self._queues.items() if k[0] != topic}
         for cq in removed:
-            cq.destroy()
+            cq.destroyed = True  # first: a flush round holding it skips it quietly
+            cq.close()
+        if not os.path.isdir(topic_dir):
+            return
+        tomb = os.path.join(self.root_dir, f"{DELETED_PREFIX}{topic}-{os.getpid()}-{next(_tombstones)}")
         try:
-            os.rmdir(topic_dir)
-        except OSError:
-            pass
+            os.rename(topic_dir, tomb)
+        except OSError as exc:
+            log.warning("cannot move deleted topic %s aside (%s); removing it in place", topic, exc)
+            shutil.rmtree(topic_dir, ignore_errors=True)
+            return
+        REMOVER.remove(tomb)
 
     def remove_queue(self, topic: str, queue_id: int) -> None:
         """Destroy one queue's files (and its topic directory when that was the last queue)."""

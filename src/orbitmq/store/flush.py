@@ -144,13 +144,16 @@ class FlushService:
         with self.io_lock:
             timestamp = self.last_dispatched_timestamp()
             for cq in self.queues.snapshot():
+                if cq.destroyed:  # its topic was deleted after the snapshot
+                    continue
                 try:
                     if least_pages == 0:
                         cq.files.flush_all()
                     else:
                         cq.flush(least_pages)
                 except (OSError, ValueError) as exc:
-                    log.warning("consume queue flush failed: %s", exc)
+                    if not cq.destroyed:  # deleted while being flushed: nothing left to flush
+                        log.warning("consume queue flush failed: %s", exc)
             if self.key_index is not None:
                 for f in self.key_index.take_full_files():
                     try:

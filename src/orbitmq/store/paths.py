@@ -21,6 +21,10 @@ def child_dir(root: str, name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name or (os.sep != "/" and os.sep in name):
         raise UnsafeNameError(f"name {name[:64]!r} is not a safe directory name under {root}")
     path = os.path.join(root, name)
+    if not os.path.islink(path):
+        # One plain component under root: it resolves under root whatever root resolves to. (Resolving
+        # both paths in full costs an lstat per component, on the event loop, for every new queue.)
+        return path
     real_root = os.path.realpath(root)
     if os.path.dirname(os.path.realpath(path)) != real_root:
         raise UnsafeNameError(f"{path} resolves outside the store root {real_root}")

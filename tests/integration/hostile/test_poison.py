@@ -1,37 +1,29 @@
-"""A delayed message that can never be re-put does not block its delay level (issue 13 point 5).
+"""Poison messages (issue 13 point 5).
 
-A consumer group of 200 characters is legal (255 at most) but its retry topic `%RETRY%<group>` is not
-(127 at most): CONSUMER_SEND_MSG_BACK parks the message in SCHEDULE_TOPIC_XXXX (RocketMQ accepts it the
-same way) and the schedule service can never deliver it. It must be skipped with a log line and a
-counter, and a well-formed delayed message behind it at the same level must still arrive.
+- A delayed message that can never be re-put does not block its delay level: an 8 KiB message is parked in
+  SCHEDULE_TOPIC_XXXX (level 1 = 60 s), then the broker restarts with maxMessageSize=4096 and level 1 = 1 s,
+  so the store refuses its re-put for good. It must be skipped with a log line and a counter, and a
+  well-formed delayed message behind it at the same level must still arrive.
+- CONSUMER_SEND_MSG_BACK for a legal group whose %RETRY% topic would be longer than 127 characters is
+  refused with a remark, and no such topic is created (it used to park a message nothing could deliver).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 
 from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from orbitmq.testing.launch import start_serve
-from orbitmq.testing.process import ServerProcess
 from orbitmq.transport import RemotingClient
 
 TOPIC = "PoisonTopic"
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    workdir = tmp_path_factory.mktemp("poison")
-    with start_serve(workdir, messageDelayLevel="1s 2s 3s") as proc:
-        yield proc
 
 
 def send_request(body: bytes, props: dict[str, str]) -> RemotingCommand:
@@ -70,49 +62,72 @@ async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     return table
 
 
-async def test_a_poison_delayed_message_is_skipped_and_later_ones_flow(serve: ServerProcess) -> None:
-    addr = serve.broker_addr
+async def create_topic(client: RemotingClient, addr: str) -> None:
+    create = {
+        "topic": TOPIC,
+        "defaultTopic": "TBW102",
+        "readQueueNums": "1",
+        "writeQueueNums": "1",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+    }
+    created = await client.invoke(
+        addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5
+    )
+    assert created.code == ResponseCode.SUCCESS
+
+
+async def test_a_poison_delayed_message_is_skipped_and_later_ones_flow(tmp_path: Path) -> None:
     client = RemotingClient()
     try:
-        create = {
-            "topic": TOPIC,
-            "defaultTopic": "TBW102",
-            "readQueueNums": "1",
-            "writeQueueNums": "1",
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-        }
-        created = await client.invoke(
-            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5
-        )
-        assert created.code == ResponseCode.SUCCESS
-        first = await client.invoke(addr, send_request(b"plain", {"TAGS": "a"}), 5)
-        assert first.code == ResponseCode.SUCCESS, first.remark
-        physical = int(first.ext_fields["msgId"][-16:], 16)
-        next_offset = int(first.ext_fields["queueOffset"]) + 1
-
-        # The poison: sent back for a legal 200-character group, delay level 1.
-        back = {"offset": str(physical), "group": "g" * 200, "delayLevel": "1"}
-        sent_back = await client.invoke(
-            addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, back), 5
-        )
-        assert sent_back.code == ResponseCode.SUCCESS, sent_back.remark
-        # A healthy delayed message behind it, same level.
-        healthy = await client.invoke(addr, send_request(b"after-the-poison", {"DELAY": "1"}), 5)
-        assert healthy.code == ResponseCode.SUCCESS, healthy.remark
-
-        deadline = time.monotonic() + 20
-        arrived = False
-        while time.monotonic() < deadline and not arrived:
-            arrived = any(
-                b"after-the-poison" in body for body in await pull_bodies(client, addr, next_offset)
-            )
-            if not arrived:
-                await asyncio.sleep(0.2)
-        assert arrived, serve.log_tail()
-        info = await runtime_info(client, addr)
-        assert info["scheduleMessageSkipped"] == "1", info
-        assert int(info["scheduleMessageDelivered"]) >= 1
+        with start_serve(tmp_path, messageDelayLevel="60s 2s 3s") as first_run:
+            addr = first_run.broker_addr
+            await create_topic(client, addr)
+            parked = await client.invoke(addr, send_request(b"p" * 8192, {"DELAY": "1"}), 5)
+            assert parked.code == ResponseCode.SUCCESS, parked.remark
+        with start_serve(tmp_path, messageDelayLevel="1s 2s 3s", maxMessageSize=4096) as serve:
+            addr = serve.broker_addr
+            # A healthy delayed message behind the poison, same level.
+            healthy = await client.invoke(addr, send_request(b"after-the-poison", {"DELAY": "1"}), 5)
+            assert healthy.code == ResponseCode.SUCCESS, healthy.remark
+            deadline = time.monotonic() + 20
+            arrived = False
+            while time.monotonic() < deadline and not arrived:
+                arrived = any(b"after-the-poison" in body for body in await pull_bodies(client, addr, 0))
+                if not arrived:
+                    await asyncio.sleep(0.2)
+            assert arrived, serve.log_tail()
+            info = await runtime_info(client, addr)
+            assert info["scheduleMessageSkipped"] == "1", info
+            assert int(info["scheduleMessageDelivered"]) >= 1
+            log_text = Path(serve.stderr_path).read_text(encoding="utf-8")
     finally:
         await client.close()
-    assert "skipping delayed message" in Path(serve.stderr_path).read_text(encoding="utf-8")
+    assert "skipping delayed message" in log_text
+
+
+async def test_send_back_refused_when_the_retry_topic_would_be_too_long(tmp_path: Path) -> None:
+    client = RemotingClient()
+    try:
+        with start_serve(tmp_path) as serve:
+            addr = serve.broker_addr
+            await create_topic(client, addr)
+            first = await client.invoke(addr, send_request(b"plain", {"TAGS": "a"}), 5)
+            assert first.code == ResponseCode.SUCCESS, first.remark
+            physical = int(first.ext_fields["msgId"][-16:], 16)
+            outcomes: dict[int, RemotingCommand] = {}
+            for length in (120, 121, 200, 255):  # 120: %RETRY% + 120 = 127, the longest legal topic
+                back = {"offset": str(physical), "group": "g" * length, "delayLevel": "1"}
+                outcomes[length] = await client.invoke(
+                    addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, back), 5
+                )
+            got = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 5)
+            topics = set(orjson.loads(got.body_bytes())["topicConfigTable"])
+    finally:
+        await client.close()
+    assert outcomes[120].code == ResponseCode.SUCCESS, outcomes[120].remark
+    assert "%RETRY%" + "g" * 120 in topics
+    for length in (121, 200, 255):
+        assert outcomes[length].code == ResponseCode.SYSTEM_ERROR
+        assert "longer than the topic max length 127" in (outcomes[length].remark or "")
+        assert "%RETRY%" + "g" * length not in topics

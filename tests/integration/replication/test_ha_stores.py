@@ -267,3 +267,24 @@ async def test_empty_slave_starts_at_the_masters_last_segment(
     assert slave.get_min_phy_offset() == last_segment
     assert commit_log_bytes(slave, last_segment) == commit_log_bytes(master, last_segment)
     assert bodies(slave, "Replicated", 0)[-1][:8] == b"00000154"
+
+
+async def test_the_ha_port_closes_connections_past_its_cap(stores: tuple[MessageStore, MessageStore]) -> None:
+    master, slave = stores
+    head = put_many(master, 0, 5)
+    ha = HAService(master, file_size=SEGMENT, max_connections=1, **FAST)
+    await ha.start()
+    try:
+        host, port = ha.address.rsplit(":", 1)
+        _, squatter = await asyncio.open_connection(host, int(port))  # holds the only slot, sends nothing
+        await eventually(lambda: ha.connected_slaves == 1, what="the first connection")
+        extra_reader, extra = await asyncio.open_connection(host, int(port))
+        assert await asyncio.wait_for(extra_reader.read(1), 10) == b""  # closed on accept
+        extra.close()
+        assert ha.refused_connections == 1
+        squatter.close()  # the slot is free again: a real slave connects and replicates
+        await eventually(lambda: ha.connected_slaves == 0, what="the squatter to go")
+        async with slave_client(slave, ha.address):
+            await eventually(lambda: slave.get_max_phy_offset() == head, what="slave catch-up")
+    finally:
+        await ha.stop()

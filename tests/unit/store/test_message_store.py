@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
+
+import pytest
 
 from orbitmq.common.clock import FakeClock
 from orbitmq.message.batch import decode_batch, encode_batch
@@ -22,6 +26,7 @@ from orbitmq.store import (
     StoreBatch,
     StoreConfig,
 )
+from orbitmq.store.consume_queue_table import REMOVER
 
 from .conftest import BORN_HOST, make_message, small_config
 
@@ -293,3 +298,56 @@ def test_failing_arrival_listener_does_not_fail_the_put(store: MessageStore) -> 
     store.add_arrival_listener(boom)
     assert store.put_message(make_message()).ok
     assert store.get_max_offset_in_queue("TopicTest", 0) == 1
+
+
+def test_a_queue_deleted_under_a_flush_round_is_skipped_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = MessageStore(small_config(tmp_path / "store"))
+    s.start()
+    flusher = s.flusher
+    assert flusher is not None
+    flusher.stop(final_flush=False)  # the flush round below is the only one (no thread racing the test)
+    try:
+        assert s.put_message(make_message("Gone")).status == PutMessageStatus.PUT_OK
+        s.put_message(make_message("Kept"))
+        stale = s.queues.snapshot()  # what a flush round took just before DELETE_TOPIC
+        s.delete_topics({"Gone"})
+        assert not (tmp_path / "store" / "consumequeue" / "Gone").exists()
+        monkeypatch.setattr(s.queues, "snapshot", lambda: stale)
+        with caplog.at_level(logging.WARNING, logger="orbitmq.store"):
+            flusher.flush_consume_queues(0)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        kept = s.queues.find("Kept", 0)
+        assert kept is not None and kept.files.flushed_where > 0  # the live queue was flushed
+    finally:
+        s.shutdown()
+
+
+def test_deleted_topic_files_go_off_thread_and_leftovers_at_load(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    s = MessageStore(small_config(root))
+    s.start()
+    try:
+        for queue_id in range(3):
+            s.put_message(make_message("Gone", queue_id))
+        s.delete_topics({"Gone"})
+        # A new topic of the same name starts fresh while the old files are being removed.
+        assert s.put_message(make_message("Gone")).queue_offset == 0
+        assert REMOVER.wait_idle(10)
+        names = sorted(os.listdir(root / "consumequeue"))
+        assert names == ["Gone"]
+        assert sorted(os.listdir(root / "consumequeue" / "Gone")) == ["0"]
+    finally:
+        s.shutdown()
+    # A crash between the rename and the removal leaves a tombstone: removed at load, never a topic.
+    tomb = root / "consumequeue" / ".deleted-Old-1-1" / "0"
+    tomb.mkdir(parents=True)
+    (tomb / "00000000000000000000").write_bytes(bytes(6000))
+    s = MessageStore(small_config(root))
+    s.start()
+    try:
+        assert s.topics() == {"Gone"}
+        assert not (root / "consumequeue" / ".deleted-Old-1-1").exists()
+    finally:
+        s.shutdown()

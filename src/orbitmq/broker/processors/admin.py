@@ -58,6 +58,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
             order=f.opt_bool("order", False),
         )
         app.topics.update(tc)
+        await app.config_durable()
         await app.registration.register_all()
         return success()
 
@@ -72,6 +73,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
         app.offsets.remove_topics([topic])
         with contextlib.suppress(AttributeError):
             app.store.delete_topics({topic})
+        await app.config_durable()
         return success()
 
     async def topic_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -133,6 +135,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}") from None
         check_group(cfg.group_name)
         app.subscription_groups.update(cfg)
+        await app.config_durable()
         return success()
 
     async def all_groups(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -142,6 +145,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
         f = Fields(request.ext_fields)
         group = f.req_str("groupName")
         app.subscription_groups.delete(group)
+        await app.config_durable()
         if f.opt_bool("removeOffset", False):
             app.offsets.remove_group(group)
         return success()

@@ -40,6 +40,7 @@ from orbitmq.message.sysflag import (
     TRANSACTION_NOT_TYPE,
     transaction_type,
 )
+from orbitmq.message.validation import TOPIC_MAX_LENGTH
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
@@ -609,6 +610,8 @@ class SendProcessor:
         if group_cfg.retry_queue_nums <= 0:
             return success()
         new_topic = retry_topic(group)
+        _check_send_back_topic(new_topic, group)
+        topics_before = len(app.topics.table)
         queue_id = random.randrange(group_cfg.retry_queue_nums)
         tc = app.topics.create_in_send_back(new_topic, group_cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
         if not is_writeable(tc.perm):
@@ -627,6 +630,7 @@ class SendProcessor:
             max_times = header_max
         if msg.reconsume_times >= max_times or delay_level < 0:
             new_topic = dlq_topic(group)
+            _check_send_back_topic(new_topic, group)
             queue_id = 0
             tc = app.topics.create_in_send_back(new_topic, 1, PERM_READ | PERM_WRITE)
             props.pop(P.DELAY, None)
@@ -649,8 +653,22 @@ class SendProcessor:
             reconsume_times=msg.reconsume_times + 1,
         )
         result = app.store.put_message(store_msg)
+        if len(app.topics.table) != topics_before:
+            await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
         response = await self.respond(result, True, queue_id, topic)
         return RemotingCommand.response(response.code, response.remark)
+
+
+def _check_send_back_topic(topic: str, group: str) -> None:
+    """A legal group (255 chars at most) can make an illegal %RETRY%/%DLQ% topic (127 at most): refuse the
+    send-back instead of creating a topic whose messages the store or the schedule service would refuse
+    later (RocketMQ ends in the same place: its DLQ put fails, its retry never leaves the schedule topic)."""
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise BadRequest(
+            ResponseCode.SYSTEM_ERROR,
+            f"send back refused: the topic {topic[:40]}... of group {group[:32]}... ({len(group)} chars) "
+            f"is {len(topic)} chars, longer than the topic max length {TOPIC_MAX_LENGTH}",
+        )
 
 
 def _resolve(future: asyncio.Future[bool], ok: bool) -> None:

@@ -69,6 +69,7 @@ class ReplicationService:
             heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
             housekeeping_interval=c.ha_housekeeping_interval / 1000,
             slave_fall_behind_max=c.ha_slave_fallbehind_max,
+            max_connections=c.ha_max_connections,
         )
         try:
             await self.ha.start()

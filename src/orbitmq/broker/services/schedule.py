@@ -22,7 +22,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from orbitmq.broker.config_files import dumps, read_json_file, write_file
+from orbitmq.broker.config_files import dumps, read_json_file
+from orbitmq.broker.config_writer import persist_json
 from orbitmq.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from orbitmq.message import properties as P
 from orbitmq.message.hosts import pack_address
@@ -78,7 +79,7 @@ class ScheduleMessageService:
         return {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}}
 
     def persist(self) -> None:
-        write_file(self.path, dumps(self.to_json_dict()))
+        persist_json(self.app.config_writer, self.path, dumps(self.to_json_dict()))
 
     async def run(self) -> None:
         await asyncio.sleep(CHECK_INTERVAL)
