@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from orbitmq.acl import PlainAccessValidator
     from orbitmq.broker.client_registry import ConsumerRegistry, ProducerRegistry
     from orbitmq.broker.config import BrokerConfig
+    from orbitmq.broker.config_writer import ConfigWriter
     from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
     from orbitmq.broker.locks import RebalanceLockManager
     from orbitmq.broker.long_polling import PullRequestHoldService
@@ -139,6 +140,13 @@ class BrokerContext(Protocol):
 
     @property
     def ha_server_addr(self) -> str: ...
+
+    @property
+    def config_writer(self) -> ConfigWriter: ...
+
+    async def config_durable(self) -> None:
+        """Return once every config file change made so far is on disk (the writer thread's)."""
+        ...
 
     def notify_enabled(self, group: str) -> bool: ...
 
