@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from orbitmq.message.ids import offset_msg_id
+from orbitmq.message.ids import offset_msg_id, offset_msg_ids
 
 
 class PutMessageStatus(enum.Enum):
@@ -111,7 +111,7 @@ class PutMessageResult:
         if self.status is not PutMessageStatus.PUT_OK or not self.store_host:
             return ""
         if self.batch_offsets is not None:
-            return ",".join([offset_msg_id(self.store_host, o) for o in self.batch_offsets])
+            return offset_msg_ids(self.store_host, self.batch_offsets)
         return offset_msg_id(self.store_host, self.wrote_offset)
 
     @property
