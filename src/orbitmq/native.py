@@ -43,6 +43,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.dispatch",
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",
+    "orbitmq.store.batch_append",
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",

@@ -45,6 +45,29 @@ def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
     return f"{prefix}{physical_offset:016X}"
 
 
+_ids_structs: dict[tuple[int, int], struct.Struct] = {}
+
+
+def offset_msg_ids(store_host: bytes, physical_offsets: list[int]) -> str:
+    """`offset_msg_id` of each offset, joined by "," (a batch's send response): the host and offset
+    pairs packed in one struct call and hex-formatted in one `bytes.hex` with a separator per id."""
+    n = len(physical_offsets)
+    host_len = len(store_host)
+    if not n or not all(0 <= o <= 0x7FFFFFFFFFFFFFFF for o in physical_offsets):
+        return ",".join([offset_msg_id(store_host, o) for o in physical_offsets])
+    key = (n, host_len)
+    packer = _ids_structs.get(key)
+    if packer is None:
+        if len(_ids_structs) > 256:
+            _ids_structs.clear()
+        packer = _ids_structs[key] = struct.Struct(">" + f"{host_len}sq" * n)
+    args: list[object] = []
+    for o in physical_offsets:
+        args.append(store_host)
+        args.append(o)
+    return packer.pack(*args).hex(",", host_len + 8).upper()
+
+
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     """`(ip, port, physical_offset)` of an offset message id; ClientError if it is not one."""
     if len(msg_id) not in (2 * (HOST_V4_SIZE + 8), 2 * (HOST_V6_SIZE + 8)):

@@ -45,3 +45,23 @@ def join_properties(own: str, extra: str) -> str:
     if own and not own.endswith("\x02"):
         return f"{own}\x02{extra}"
     return own + extra
+
+
+def find_property(text: str, name: str) -> str | None:
+    """The value `decode_properties(text).get(name)` gives, found with two string searches instead of a
+    dict of every property (the last non-empty occurrence wins, as there)."""
+    key = "\x02" + name + "\x01"
+    end = len(text)
+    while True:
+        i = text.rfind(key, 0, end)
+        if i < 0:
+            start = len(key) - 1 if text.startswith(key[1:]) else -1
+            if start < 0:
+                return None
+        else:
+            start = i + len(key)
+        stop = text.find("\x02", start)
+        value = text[start:] if stop < 0 else text[start:stop]
+        if value or i < 0:
+            return value or None
+        end = i  # an empty value is dropped by decode_properties: look further left

@@ -130,6 +130,37 @@ class ConsumeQueue:
         self.max_physic_offset = last[0] + last[1]
         return written
 
+    def put_packed(self, first_queue_offset: int, packed: bytes | bytearray) -> int:
+        """`put_entries` for entries already packed (CQ_ENTRY_SIZE bytes each, consecutive queue offsets
+        from `first_queue_offset`): one copy per CQ file. Falls back to `put_entries` when the duplicate
+        guard applies to the first entry (a re-dispatched range)."""
+        count = len(packed) // CQ_ENTRY_SIZE
+        if not count:
+            return 0
+        current = self.files.max_offset // CQ_ENTRY_SIZE
+        phy, size, _ = _ENTRY.unpack_from(packed, 0)
+        if first_queue_offset < current or phy + size <= self.max_physic_offset:
+            entries = [
+                (e[0], e[1], e[2], first_queue_offset + i) for i, e in enumerate(_ENTRY.iter_unpack(packed))
+            ]
+            return self.put_entries(entries)
+        if not self.files.files:
+            self._create_first(first_queue_offset)
+        elif first_queue_offset > current:
+            self._fill_blanks(current, first_queue_offset)
+        view = memoryview(packed)
+        done = 0
+        while done < count:
+            f = self.files.last_file_for_append((first_queue_offset + done) * CQ_ENTRY_SIZE)
+            n = min((f.file_size - f.wrote_position) // CQ_ENTRY_SIZE, count - done)
+            start = f.wrote_position
+            f.mm[start : start + n * CQ_ENTRY_SIZE] = view[done * CQ_ENTRY_SIZE : (done + n) * CQ_ENTRY_SIZE]
+            f.wrote_position = start + n * CQ_ENTRY_SIZE
+            done += n
+        phy, size, _ = _ENTRY.unpack_from(packed, (count - 1) * CQ_ENTRY_SIZE)
+        self.max_physic_offset = phy + size
+        return count
+
     def _create_first(self, queue_offset: int) -> None:
         pos = queue_offset * CQ_ENTRY_SIZE
         f = self.files.create_file(pos)

@@ -32,41 +32,30 @@ def prefix_hash(topic: str) -> int:
     return java_string_hash(topic + "#") & _MASK32
 
 
-# UNIQ_KEY is 32 hex digits whose first 16 (ip, pid, class-loader hash) are the same for every message of a
-# producer: their hash is cached, so only the 16 changing digits are hashed per message.
-_UNIQ_KEY_LENGTH = 32
-_UNIQ_HEAD = 16
-_POW31_TAIL = _POW31[_UNIQ_KEY_LENGTH - _UNIQ_HEAD]
-_TAIL_POWERS = hash_powers(_UNIQ_KEY_LENGTH - _UNIQ_HEAD)
-_head_hashes: dict[str, int] = {}
+# Compiled (mypyc), a byte loop of shifts and adds is native arithmetic (a `* 31` of a 32-bit value leaves
+# mypyc's fast path); interpreted, one C-level map/sum pass over the bytes is faster than a Python loop.
+_COMPILED = not __file__.endswith(".py")
 
 
 def key_hash_with_prefix(prefix: int, key: str) -> int:
     """`index_key_hash(topic + "#" + key)` from the topic's `prefix_hash`, hashing only `key`.
 
     Java's hash is a polynomial in 31, so hash(a + b) = hash(a) * 31**len(b) + hash(b) (mod 2**32),
-    with lengths in UTF-16 units. ASCII keys (UNIQ_KEY, almost every KEYS token) are hashed here in one
-    C-level pass over their bytes; this runs for every key of every indexed message.
+    with lengths in UTF-16 units (an ASCII byte is one unit). This runs for every key of every indexed
+    message.
     """
     n = len(key)
-    if key.isascii() and n <= 256:
-        if n == _UNIQ_KEY_LENGTH:
-            head = key[:_UNIQ_HEAD]
-            head_hash = _head_hashes.get(head)
-            if head_hash is None:
-                if len(_head_hashes) >= 1024:
-                    _head_hashes.clear()
-                head_hash = _head_hashes[head] = java_string_hash(head) & _MASK32
-            h = (
-                prefix * _POW31[n]
-                + head_hash * _POW31_TAIL
-                + sum(map(mul, key[_UNIQ_HEAD:].encode(), _TAIL_POWERS))
-            ) & _MASK32
+    if key.isascii() and n < len(_POW31):
+        data = key.encode()
+        if _COMPILED:
+            h = prefix
+            for i in range(n):
+                h = ((h << 5) - h + data[i]) & 0xFFFFFFFF
         else:
-            h = (prefix * _POW31[n] + sum(map(mul, key.encode(), hash_powers(n)))) & _MASK32
+            h = (prefix * _POW31[n] + sum(map(mul, data, hash_powers(n)))) & _MASK32
     else:
         units = n if key.isascii() else len(key.encode("utf-16-le", "surrogatepass")) // 2
-        power = _POW31[units] if units < 256 else pow(31, units, 1 << 32)
+        power = _POW31[units] if units < len(_POW31) else pow(31, units, 1 << 32)
         h = (prefix * power + java_string_hash(key)) & _MASK32
     if h & 0x80000000:
         h -= 0x100000000
@@ -175,16 +164,25 @@ class KeyIndex:
     def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
         """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
         one `IndexFile.put_hashes` per file instead of one call per key (recovery, batches, slaves)."""
-        prefixes = self._prefixes
         entries: list[tuple[int, int, int]] = []
         for topic, keys, physical_offset, store_timestamp in items:
-            prefix = prefixes.get(topic)
-            if prefix is None:
-                if len(prefixes) > 10000:
-                    prefixes.clear()
-                prefix = prefixes[topic] = prefix_hash(topic)
+            prefix = self.prefix_for(topic)
             for key in keys:
                 entries.append((key_hash_with_prefix(prefix, key), physical_offset, store_timestamp))
+        self.put_hashes(entries)
+
+    def prefix_for(self, topic: str) -> int:
+        """`prefix_hash(topic)`, cached per topic."""
+        prefixes = self._prefixes
+        prefix = prefixes.get(topic)
+        if prefix is None:
+            if len(prefixes) > 10000:
+                prefixes.clear()
+            prefix = prefixes[topic] = prefix_hash(topic)
+        return prefix
+
+    def put_hashes(self, entries: list[tuple[int, int, int]]) -> None:
+        """Write (key hash, commit log offset, store timestamp) entries, rolling to new files as they fill."""
         done = 0
         while done < len(entries):
             last = self.files[-1] if self.files else None

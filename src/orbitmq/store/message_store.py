@@ -34,6 +34,7 @@ from orbitmq.message.hosts import pack_host
 from orbitmq.message.model import MessageExt
 from orbitmq.message.record import SCHEDULE_TOPIC
 from orbitmq.message.record_decode import decode_record
+from orbitmq.store.batch_append import append_scanned, dispatch_run
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commit import CommitService
 from orbitmq.store.commit_log import CommitLog, SegmentCreateError
@@ -306,8 +307,30 @@ class MessageStore:
             unsafe = self._unsafe_topic(batch.topic)
             if unsafe is not None:
                 return unsafe
+        scanned = batch.scanned
+        if scanned is not None and self.committer is not None:
+            # The transient store pool dispatches at commit: that path takes the batch as objects.
+            batch = StoreBatch(
+                batch.topic,
+                batch.queue_id,
+                batch.sys_flag,
+                batch.born_timestamp,
+                batch.born_host,
+                scanned.entries(),
+                batch.properties,
+                batch.reconsume_times,
+            )
+            scanned = None
         with self._write_lock:
             try:
+                if scanned is not None:
+                    result, run = append_scanned(self.commit_log, batch, scanned)
+                    if run is None:
+                        return self._after_put(result, [])
+                    dispatch_run(self.dispatcher, run)
+                    self.stats.put_message_times_total += result.msg_num
+                    self.stats.put_message_size_total += result.wrote_bytes
+                    return result
                 result, requests = self.commit_log.put_batch(batch)
             except SegmentCreateError as exc:
                 return self._failed(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from orbitmq.message.ids import offset_msg_id
+from orbitmq.message.ids import offset_msg_id, offset_msg_ids
 
 
 class PutMessageStatus(enum.Enum):
@@ -36,24 +36,74 @@ class GetMessageStatus(enum.Enum):
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
 
 
-@dataclass(slots=True)
 class PutMessageResult:
     """The outcome of a put (RocketMQ's PutMessageResult + AppendMessageResult, flattened).
 
     For a batch, `wrote_offset`/`queue_offset` are those of the first message, `msg_id` the offset ids of
     all messages joined by ",", `msg_num` the count. `end_offset` (wrote_offset + wrote_bytes) is what a
-    SYNC_FLUSH caller passes to `request_flush`.
+    SYNC_FLUSH caller passes to `request_flush`. A plain class with an explicit __init__ (one per put;
+    compiled with mypyc, a dataclass's generated __init__ would stay interpreted).
     """
 
-    status: PutMessageStatus
-    wrote_offset: int = 0
-    wrote_bytes: int = 0
-    store_timestamp: int = 0
-    queue_offset: int = 0
-    msg_num: int = 0
-    remark: str = ""
-    store_host: bytes = b""  # pack_host of the broker: the first part of every offset message id
-    batch_offsets: list[int] | None = None  # physical offsets of a batch's messages
+    __slots__ = (
+        "batch_offsets",
+        "msg_num",
+        "queue_offset",
+        "remark",
+        "status",
+        "store_host",
+        "store_timestamp",
+        "wrote_bytes",
+        "wrote_offset",
+    )
+
+    def __init__(  # noqa: PLR0917 -- positional as the dataclass was
+        self,
+        status: PutMessageStatus,
+        wrote_offset: int = 0,
+        wrote_bytes: int = 0,
+        store_timestamp: int = 0,
+        queue_offset: int = 0,
+        msg_num: int = 0,
+        remark: str = "",
+        store_host: bytes = b"",  # pack_host of the broker: the first part of every offset message id
+        batch_offsets: list[int] | None = None,  # physical offsets of a batch's messages
+    ) -> None:
+        self.status = status
+        self.wrote_offset = wrote_offset
+        self.wrote_bytes = wrote_bytes
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.msg_num = msg_num
+        self.remark = remark
+        self.store_host = store_host
+        self.batch_offsets = batch_offsets
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.status,
+            self.wrote_offset,
+            self.wrote_bytes,
+            self.store_timestamp,
+            self.queue_offset,
+            self.msg_num,
+            self.remark,
+            self.store_host,
+            self.batch_offsets,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PutMessageResult):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as the dataclass was)
+
+    def __repr__(self) -> str:
+        return (
+            f"PutMessageResult(status={self.status}, wrote_offset={self.wrote_offset}, "
+            f"queue_offset={self.queue_offset}, msg_num={self.msg_num}, remark={self.remark!r})"
+        )
 
     @property
     def msg_id(self) -> str:
@@ -61,7 +111,7 @@ class PutMessageResult:
         if self.status is not PutMessageStatus.PUT_OK or not self.store_host:
             return ""
         if self.batch_offsets is not None:
-            return ",".join([offset_msg_id(self.store_host, o) for o in self.batch_offsets])
+            return offset_msg_ids(self.store_host, self.batch_offsets)
         return offset_msg_id(self.store_host, self.wrote_offset)
 
     @property

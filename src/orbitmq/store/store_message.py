@@ -8,8 +8,10 @@ to SCHEDULE_TOPIC_XXXX by the broker before the put (the store only derives thei
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from orbitmq.store.batch_append import ScannedBatch
 
 Buffer = bytes | bytearray | memoryview
 
@@ -27,33 +29,125 @@ class BatchItem(Protocol):
     def properties(self) -> str: ...
 
 
-@dataclass(slots=True)
+# Plain classes with explicit __init__ (not dataclasses): compiled with mypyc, a dataclass keeps its
+# generated __init__ interpreted, and one StoreMessage is built per sent message.
 class StoreMessage:
-    topic: str
-    queue_id: int
-    flag: int
-    body: Buffer
-    properties: str
-    sys_flag: int
-    born_timestamp: int
-    born_host: bytes  # message.hosts.pack_host(ip, port): 8 or 20 bytes
-    reconsume_times: int = 0
-    prepared_transaction_offset: int = 0
-    tags_code: int | None = None  # computed from TAGS (or the delay) when None
-    # Set by a caller that already read the properties text (the broker's send path): the store then
-    # takes tags_code (None = 0), keys and uniq_key as given instead of decoding the text again.
-    properties_read: bool = False
-    keys: str | None = None
-    uniq_key: str | None = None
+    __slots__ = (
+        "body",
+        "born_host",
+        "born_timestamp",
+        "flag",
+        "keys",
+        "prepared_transaction_offset",
+        "properties",
+        "properties_read",
+        "queue_id",
+        "reconsume_times",
+        "sys_flag",
+        "tags_code",
+        "topic",
+        "uniq_key",
+    )
+
+    def __init__(  # noqa: PLR0917 -- RocketMQ's MessageExtBrokerInner, positional as before
+        self,
+        topic: str,
+        queue_id: int,
+        flag: int,
+        body: Buffer,
+        properties: str,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,  # message.hosts.pack_host(ip, port): 8 or 20 bytes
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+        tags_code: int | None = None,  # computed from TAGS (or the delay) when None
+        properties_read: bool = False,
+        keys: str | None = None,
+        uniq_key: str | None = None,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.flag = flag
+        self.body = body
+        self.properties = properties
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+        self.tags_code = tags_code
+        # Set by a caller that already read the properties text (the broker's send path): the store then
+        # takes tags_code (None = 0), keys and uniq_key as given instead of decoding the text again.
+        self.properties_read = properties_read
+        self.keys = keys
+        self.uniq_key = uniq_key
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.topic,
+            self.queue_id,
+            self.flag,
+            self.body,
+            self.properties,
+            self.sys_flag,
+            self.born_timestamp,
+            self.born_host,
+            self.reconsume_times,
+            self.prepared_transaction_offset,
+            self.tags_code,
+            self.properties_read,
+            self.keys,
+            self.uniq_key,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoreMessage):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as the dataclass was)
+
+    def __repr__(self) -> str:
+        return f"StoreMessage(topic={self.topic!r}, queue_id={self.queue_id}, sys_flag={self.sys_flag})"
 
 
-@dataclass(slots=True)
 class StoreBatch:
-    topic: str
-    queue_id: int
-    sys_flag: int
-    born_timestamp: int
-    born_host: bytes
-    entries: Sequence[BatchItem]
-    properties: str = ""  # batch-level properties appended to each message's own (CLUSTER, WAIT, ...)
-    reconsume_times: int = 0
+    __slots__ = (
+        "born_host",
+        "born_timestamp",
+        "entries",
+        "properties",
+        "queue_id",
+        "reconsume_times",
+        "scanned",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(  # noqa: PLR0917 -- positional as the dataclass was
+        self,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        entries: Sequence[BatchItem],
+        properties: str = "",  # batch-level properties appended to each message's own (CLUSTER, WAIT)
+        reconsume_times: int = 0,
+        scanned: ScannedBatch | None = None,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.entries = entries
+        self.properties = properties
+        self.reconsume_times = reconsume_times
+        # The broker's batch path: the body checked once and described by offsets (entries left empty);
+        # MessageStore appends it in one pass (store/batch_append.py).
+        self.scanned = scanned
+
+    def __repr__(self) -> str:
+        return f"StoreBatch(topic={self.topic!r}, queue_id={self.queue_id})"

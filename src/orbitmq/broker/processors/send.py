@@ -29,10 +29,10 @@ from orbitmq.broker.topics import (
     validate_topic_name,
 )
 from orbitmq.message import properties as P
-from orbitmq.message.batch import batch_wait_store_msg_ok, decode_batch
+from orbitmq.message.batch import batch_wait_store_msg_ok
 from orbitmq.message.hashing import tags_code as compute_tags_code
 from orbitmq.message.hosts import pack_address, pack_host
-from orbitmq.message.property_string import decode_properties, encode_properties
+from orbitmq.message.property_string import decode_properties, encode_properties, find_property
 from orbitmq.message.record_decode import decode_record
 from orbitmq.message.sysflag import (
     MULTI_TAGS_FLAG,
@@ -44,6 +44,7 @@ from orbitmq.message.validation import TOPIC_MAX_LENGTH
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
+from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.results import PutMessageResult
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
@@ -97,24 +98,7 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
 
 
-def _property(text: str, name: str) -> str | None:
-    """The value `decode_properties(text).get(name)` gives, found with two string searches instead of a
-    dict of every property (the last non-empty occurrence wins, as there)."""
-    key = "\x02" + name + "\x01"
-    end = len(text)
-    while True:
-        i = text.rfind(key, 0, end)
-        if i < 0:
-            start = len(key) - 1 if text.startswith(key[1:]) else -1
-            if start < 0:
-                return None
-        else:
-            start = i + len(key)
-        stop = text.find("\x02", start)
-        value = text[start:] if stop < 0 else text[start:stop]
-        if value or i < 0:
-            return value or None
-        end = i  # an empty value is dropped by decode_properties: look further left
+_property = find_property  # the send path reads TAGS/KEYS/UNIQ_KEY without a property map
 
 
 _SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
@@ -339,12 +323,12 @@ class SendProcessor:
             props = decode_properties(properties_text)
             props[P.CLUSTER] = cluster
             try:
-                entries = decode_batch(body)
+                scanned = scan_batch(body)  # checked once, described by offsets (store/batch_append.py)
             except Exception as exc:
                 raise BadRequest(
                     ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
                 ) from None
-            if not entries:
+            if not scanned.count:
                 raise BadRequest(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
             store_batch = StoreBatch(
                 topic=topic,
@@ -352,7 +336,8 @@ class SendProcessor:
                 sys_flag=sys_flag,
                 born_timestamp=born_timestamp,
                 born_host=born_host,
-                entries=entries,
+                entries=(),
+                scanned=scanned,
                 properties=encode_properties(props),
                 reconsume_times=reconsume_times,
             )

@@ -1,0 +1,391 @@
+"""The batch write path (SEND_BATCH_MESSAGE, the Spark sink) described by offsets, not by objects.
+
+A batch body is checked once (`scan_batch`: the same checks and error texts as message.batch.decode_batch)
+and kept as the request bytes plus five ints per message (flag, body position and length, properties
+position and length) and its own properties text (decoded once: the UTF-8 check, and where TAGS, KEYS and
+UNIQ_KEY are read). `append_scanned` then packs every record of the batch in one pass straight into the
+mapped segment (same bytes as CommitLog.put_batch: the batch-level properties are appended to each
+message's own), builds the batch's consume-queue entries as one packed buffer and its index keys as two
+flat lists; `dispatch_run` writes the CQ entries with one copy per CQ file and the keys with one
+`KeyIndex.put_hashes`. No DispatchRequest, BatchEntry or property dict per message.
+
+CommitLog.put_batch (entries as objects) stays the path for the transient store pool (records are
+dispatched when committed) and for callers that build StoreBatch entries themselves.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Final
+
+from orbitmq.common.errors import ClientError
+from orbitmq.message import properties as P
+from orbitmq.message.batch import BATCH_ENTRY_OVERHEAD, BatchEntry
+from orbitmq.message.hashing import tags_code as compute_tags_code
+from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE
+from orbitmq.message.property_string import decode_properties, find_property
+from orbitmq.message.record_layout import (
+    BLANK_RECORD_SIZE,
+    MAX_PROPERTIES_LENGTH,
+    MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC,
+    fixed_struct,
+)
+from orbitmq.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from orbitmq.store.commit_log import CommitLog
+from orbitmq.store.consume_queue import CQ_ENTRY, CQ_ENTRY_SIZE
+from orbitmq.store.dispatch import Dispatcher
+from orbitmq.store.key_index import key_hash_with_prefix
+from orbitmq.store.results import PutMessageResult, PutMessageStatus
+from orbitmq.store.store_message import StoreBatch
+
+_HEAD: Final = struct.Struct(">iiiii")
+_SHORT: Final = struct.Struct(">h")
+_FIELDS: Final = 5  # per message in ScannedBatch.layout: flag, body pos, body len, props pos, props len
+_MAX_RECORD_SLACK: Final = 64 * 1024  # as CommitLog: a record may exceed maxMessageSize by its header
+
+
+class ScannedBatch:
+    """A checked SEND_BATCH_MESSAGE body: the bytes, `_FIELDS` ints per message and its properties."""
+
+    __slots__ = ("count", "layout", "properties", "view")
+
+    def __init__(self, view: memoryview, layout: list[int], properties: list[str]) -> None:
+        self.view = view
+        self.layout = layout
+        self.properties = properties
+        self.count = len(properties)
+
+    def entries(self) -> list[BatchEntry]:
+        """The messages as decode_batch returns them (for the object-based path)."""
+        layout = self.layout
+        view = self.view
+        out: list[BatchEntry] = []
+        for i in range(self.count):
+            j = i * _FIELDS
+            body_pos = layout[j + 1]
+            out.append(BatchEntry(layout[j], view[body_pos : body_pos + layout[j + 2]], self.properties[i]))
+        return out
+
+
+def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
+    """Check a batch body once; raises ClientError exactly where and as decode_batch does."""
+    view = memoryview(body).cast("B") if isinstance(body, memoryview) else memoryview(body)
+    end = len(view)
+    pos = 0
+    layout: list[int] = []
+    properties: list[str] = []
+    head = _HEAD
+    while pos < end:
+        n = len(properties)
+        if pos + BATCH_ENTRY_OVERHEAD > end:
+            raise ClientError(f"batch body truncated: entry {n} at byte {pos} has {end - pos} bytes")
+        total_size, _, _, flag, body_len = head.unpack_from(view, pos)
+        body_pos = pos + 20
+        properties_len_pos = body_pos + body_len
+        if body_len < 0 or properties_len_pos + 2 > end:
+            raise ClientError(f"batch entry {n} at byte {pos}: body length {body_len} runs past the end")
+        properties_len = (view[properties_len_pos] << 8) | view[properties_len_pos + 1]
+        if properties_len >= 0x8000:
+            properties_len -= 0x10000
+        entry_end = properties_len_pos + 2 + properties_len
+        if properties_len < 0 or entry_end > end:
+            raise ClientError(
+                f"batch entry {n} at byte {pos}: properties length {properties_len} runs past the end"
+            )
+        if total_size != entry_end - pos:
+            raise ClientError(
+                f"batch entry {n} at byte {pos}: TOTALSIZE {total_size} disagrees with its "
+                f"lengths ({entry_end - pos})"
+            )
+        try:
+            text = str(view[properties_len_pos + 2 : entry_end], "utf-8")
+        except UnicodeDecodeError:
+            raise ClientError(f"batch entry {n}: properties are not valid UTF-8") from None
+        properties.append(text)
+        layout += (flag, body_pos, body_len, properties_len_pos + 2, properties_len)
+        pos = entry_end
+    if not properties:
+        raise ClientError("empty batch body")
+    return ScannedBatch(view, layout, properties)
+
+
+class AppendedRun:
+    """What a scanned batch appended: one run of records of one queue, for `dispatch_run`."""
+
+    __slots__ = (
+        "count",
+        "cq_entries",
+        "end_offset",
+        "first_offset",
+        "first_queue_offset",
+        "index_keys",
+        "index_offsets",
+        "queue_id",
+        "store_timestamp",
+        "tags_codes",
+        "topic",
+    )
+
+    def __init__(  # noqa: PLR0917 -- built in one place
+        self,
+        topic: str,
+        queue_id: int,
+        first_offset: int,
+        end_offset: int,
+        first_queue_offset: int,
+        count: int,
+        store_timestamp: int,
+        cq_entries: bytearray,
+        tags_codes: set[int],
+        index_keys: list[str],
+        index_offsets: list[int],
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.first_offset = first_offset
+        self.end_offset = end_offset
+        self.first_queue_offset = first_queue_offset
+        self.count = count
+        self.store_timestamp = store_timestamp
+        self.cq_entries = cq_entries  # packed (offset, size, tags code) entries, CQ_ENTRY_SIZE each
+        self.tags_codes = tags_codes
+        self.index_keys = index_keys  # flat: every key of every message, in log order
+        self.index_offsets = index_offsets  # parallel: the commit-log offset of each key's message
+
+
+def _illegal(status: PutMessageStatus, remark: str) -> tuple[PutMessageResult, AppendedRun | None]:
+    return PutMessageResult(status, remark=remark), None
+
+
+def append_scanned(
+    log: CommitLog, batch: StoreBatch, scanned: ScannedBatch
+) -> tuple[PutMessageResult, AppendedRun | None]:
+    """CommitLog.put_batch for a scanned batch (no transient store pool): the same checks in the same
+    order, the same record bytes. The caller holds the log's put lock."""
+    if batch.sys_flag & 0xC:
+        return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, "batch messages cannot be transactional")
+    config = log.config
+    max_message_size = config.max_message_size
+    file_size = log.file_size
+    topic = batch.topic
+    topic_bytes = topic.encode()
+    topic_len = len(topic_bytes)
+    born_host = batch.born_host
+    store_host = log.store_host
+    sys_flag = batch.sys_flag
+    # pack_record_at's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
+    if len(born_host) == HOST_V4_SIZE:
+        sys_flag &= ~BORNHOST_V6_FLAG
+    elif len(born_host) == HOST_V6_SIZE:
+        sys_flag |= BORNHOST_V6_FLAG
+    else:
+        raise ClientError(f"born host field must be 8 or 20 bytes, not {len(born_host)}")
+    if len(store_host) == HOST_V4_SIZE:
+        sys_flag &= ~STOREHOSTADDRESS_V6_FLAG
+    elif len(store_host) == HOST_V6_SIZE:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    else:
+        raise ClientError(f"store host field must be 8 or 20 bytes, not {len(store_host)}")
+    fixed = fixed_struct(sys_flag)
+    header_size = fixed.size
+    extra_text = batch.properties
+    extra = extra_text.encode()
+    extra_len = len(extra)
+    layout = scanned.layout
+    texts = scanned.properties
+    view = scanned.view
+    count = scanned.count
+    # Per message: TOTALSIZE and whether a separator goes between its own and the batch's properties.
+    sizes: list[int] = []
+    separated: list[bool] = []
+    total = 0
+    for i in range(count):
+        j = i * _FIELDS
+        body_len = layout[j + 2]
+        own_len = layout[j + 4]
+        if topic_len > MAX_TOPIC_LENGTH:
+            return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, "topic length too long")
+        if body_len > max_message_size:
+            return _illegal(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"message body size {body_len} exceeds maxMessageSize {max_message_size}",
+            )
+        # join_properties: a separator only between a non-empty own text not ending in one and extras.
+        sep = extra_len > 0 and own_len > 0 and view[layout[j + 3] + own_len - 1] != 2
+        properties_len = own_len + extra_len + (1 if sep else 0)
+        if properties_len > MAX_PROPERTIES_LENGTH:
+            return _illegal(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, "properties size > 32767")
+        text = texts[i]
+        if P.DELAY in text and decode_properties(text).get(P.DELAY, "0") != "0":
+            return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, "batch messages cannot be delayed")
+        size = header_size + body_len + 3 + topic_len + properties_len
+        if size > max_message_size + _MAX_RECORD_SLACK or size + BLANK_RECORD_SIZE > file_size:
+            return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"message record too large: {size}")
+        sizes.append(size)
+        separated.append(sep)
+        total += size
+    if total + BLANK_RECORD_SIZE > file_size:
+        return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"batch of {total} bytes exceeds a segment")
+    # A batch-level TAGS/KEYS/UNIQ_KEY would win over a message's own (it comes later in the joined text).
+    extra_tags = find_property(extra_text, P.TAGS) if extra_text else None
+    extra_keys = find_property(extra_text, P.KEYS) if extra_text else None
+    extra_uniq = find_property(extra_text, P.UNIQ_KEY) if extra_text else None
+    topic_head = bytes((topic_len,)) + topic_bytes
+    tail_extra = b"\x02" + extra
+    queue_id = batch.queue_id
+    born_timestamp = batch.born_timestamp
+    reconsume_times = batch.reconsume_times
+    key = (topic, queue_id)
+    now = log.clock.now_ms()
+    first_queue_offset = log.topic_queue_table.get(key, 0)
+    f = log._segment_for(total, now)
+    mm = f.mm
+    pos = f.wrote_position
+    base = f.file_from_offset
+    first_offset = base + pos
+    cq_entries = bytearray(count * CQ_ENTRY_SIZE)
+    cq_pack = CQ_ENTRY.pack_into
+    fixed_pack = fixed.pack_into
+    short_pack = _SHORT.pack_into
+    offsets: list[int] = []
+    index_keys: list[str] = []
+    index_offsets: list[int] = []
+    tags_codes: set[int] = set()
+    for i in range(count):
+        j = i * _FIELDS
+        body_pos = layout[j + 1]
+        body_len = layout[j + 2]
+        own_pos = layout[j + 3]
+        own_len = layout[j + 4]
+        size = sizes[i]
+        physical_offset = base + pos
+        body = view[body_pos : body_pos + body_len]
+        fixed_pack(
+            mm,
+            pos,
+            size,
+            MESSAGE_MAGIC,
+            zlib.crc32(body) & 0x7FFFFFFF,
+            queue_id,
+            layout[j],
+            first_queue_offset + i,
+            physical_offset,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            now,
+            store_host,
+            reconsume_times,
+            0,
+            body_len,
+        )
+        p = pos + header_size
+        mm[p : p + body_len] = body
+        p += body_len
+        mm[p : p + topic_len + 1] = topic_head
+        p += topic_len + 1
+        sep = separated[i]
+        short_pack(mm, p, own_len + extra_len + (1 if sep else 0))
+        p += 2
+        if own_len:
+            mm[p : p + own_len] = view[own_pos : own_pos + own_len]
+            p += own_len
+        if extra_len:
+            if sep:
+                mm[p : p + extra_len + 1] = tail_extra
+            else:
+                mm[p : p + extra_len] = extra
+        text = texts[i]
+        # `in` first: a name that is not there costs no call (TAGS and KEYS are often absent).
+        tags = extra_tags
+        if tags is None and "TAGS\x01" in text:
+            tags = find_property(text, P.TAGS)
+        code = compute_tags_code(tags) if tags is not None else 0
+        tags_codes.add(code)
+        cq_pack(cq_entries, i * CQ_ENTRY_SIZE, physical_offset, size, code)
+        uniq = extra_uniq if extra_uniq is not None else find_property(text, P.UNIQ_KEY)
+        if uniq:
+            index_keys.append(uniq)
+            index_offsets.append(physical_offset)
+        keys = extra_keys
+        if keys is None and "KEYS\x01" in text:
+            keys = find_property(text, P.KEYS)
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    index_keys.append(k)
+                    index_offsets.append(physical_offset)
+        offsets.append(physical_offset)
+        pos += size
+    f.wrote_position = pos
+    f.store_timestamp = now
+    log.last_store_timestamp = now
+    log.topic_queue_table[key] = first_queue_offset + count
+    result = PutMessageResult(
+        PutMessageStatus.PUT_OK,
+        wrote_offset=first_offset,
+        wrote_bytes=total,
+        store_timestamp=now,
+        queue_offset=first_queue_offset,
+        msg_num=count,
+        store_host=store_host,
+        batch_offsets=offsets,
+    )
+    run = AppendedRun(
+        topic,
+        queue_id,
+        first_offset,
+        base + pos,
+        first_queue_offset,
+        count,
+        now,
+        cq_entries,
+        tags_codes,
+        index_keys,
+        index_offsets,
+    )
+    return result, run
+
+
+def dispatch_run(dispatcher: Dispatcher, run: AppendedRun) -> None:
+    """Dispatcher.dispatch for an appended run: the CQ entries in one packed write, the keys with one
+    put_hashes, the arrival listeners once per distinct tags code. Call with the store's write lock."""
+    if dispatcher.index_pending:
+        dispatcher.flush_index()  # index entries stay in log order
+    topic = run.topic
+    queue_id = run.queue_id
+    cq = dispatcher.queues.find_or_create(topic, queue_id)
+    cq.put_packed(run.first_queue_offset, run.cq_entries)
+    key_index = dispatcher.key_index
+    keys = run.index_keys
+    if key_index is not None and keys:
+        indexed_until = key_index.end_phy_offset if key_index.files else -1
+        prefix = key_index.prefix_for(topic)
+        offsets = run.index_offsets
+        ts = run.store_timestamp
+        entries: list[tuple[int, int, int]] = []
+        for i in range(len(keys)):
+            # Strictly below is indexed already (see Dispatcher.dispatch).
+            offset = offsets[i]
+            if offset >= indexed_until:
+                entries.append((key_hash_with_prefix(prefix, keys[i]), offset, ts))
+        if entries:
+            key_index.put_hashes(entries)
+    dispatcher.reput_offset = max(dispatcher.reput_offset, run.end_offset)
+    dispatcher.last_dispatched_timestamp = run.store_timestamp
+    if dispatcher.listeners:
+        max_offset = cq.max_offset
+        for listener in dispatcher.listeners:
+            for tag in run.tags_codes:
+                Dispatcher._notify(listener, topic, queue_id, max_offset, tag)
+
+
+__all__ = [
+    "AppendedRun",
+    "ScannedBatch",
+    "append_scanned",
+    "dispatch_run",
+    "scan_batch",
+]
