@@ -169,6 +169,8 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
             raise
         raise ListenError(_port_error("nameserver", args.port, "--port", exc)) from None
     broker_config.namesrv_addr = namesrv.address
+    if broker_config.acl_enable and not (broker_config.access_key and broker_config.secret_key):
+        sign_with_an_admin_account(broker_config)
     broker = BrokerApp(broker_config)
     broker.recovery_progress = terminal_recovery_bar()
     try:
@@ -207,6 +209,24 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
             await broker.stop()
         finally:
             await namesrv.stop()
+
+
+def sign_with_an_admin_account(config: BrokerConfig) -> None:
+    """serve's broker registers with serve's own nameserver, which with aclEnable=true takes writes only
+    when an admin account signed them. Without accessKey/secretKey in the conf the broker signs with the
+    first admin account of the same plain_acl.yml (this process reads that file anyway)."""
+    from orbitmq.acl.plain_config import load_file
+
+    admin = next((a for a in load_file(Path(config.acl_file)).accounts.values() if a.admin), None)
+    if admin is None:
+        raise ValueError(
+            f"aclEnable=true: {config.acl_file} has no admin account for the broker to sign its "
+            "registrations with; add one (admin: true) or set accessKey/secretKey"
+        )
+    config.access_key, config.secret_key = admin.access_key, admin.secret_key
+    logging.getLogger("orbitmq.serve").info(
+        "aclEnable=true: the broker signs its registrations with admin account %s", admin.access_key
+    )
 
 
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)

@@ -8,9 +8,9 @@ import itertools
 from dataclasses import dataclass
 
 from orbitmq.client.aio import ClientConfig, ClientInstance, Message, Producer, SendStatus
-from orbitmq.client.api import FLAG_SUBSCRIPTION
 from orbitmq.common.errors import OrbitError
 from orbitmq.message.model import MessageExt, MessageQueue
+from orbitmq.testing.drain import drain_queue
 
 QUEUES = 4
 
@@ -106,28 +106,7 @@ async def read_queues(
     out: dict[int, list[MessageExt]] = {}
     for q in range(QUEUES):
         mq = MessageQueue(topic, broker_name, q)
-        got: list[MessageExt] = []
-        offset = 0
-        while True:
-            result = await instance.api.pull_message(
-                broker_addr,
-                group="powercut-reader",
-                mq=mq,
-                offset=offset,
-                max_nums=32,
-                sys_flag=FLAG_SUBSCRIPTION,
-                commit_offset=0,
-                suspend_timeout_ms=0,
-                subscription="*",
-                sub_version=0,
-                expression_type="TAG",
-                timeout=5.0,
-            )
-            if not result.messages:
-                break
-            got += result.messages
-            offset = result.next_begin_offset
-        out[q] = got
+        out[q] = await drain_queue(instance.api, broker_addr, mq, group="powercut-reader")
     return out
 
 

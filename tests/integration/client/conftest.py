@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from orbitmq.client.api import FLAG_SUBSCRIPTION
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.message.model import MessageExt, MessageQueue
 from orbitmq.testing import ServerProcess, start_broker, start_namesrv
+from orbitmq.testing.drain import drain_queue
 
 # Short delay levels so retry/DLQ/delay tests take seconds (level n = n seconds up to 18).
 SHORT_DELAY_LEVELS = " ".join(f"{i}s" for i in range(1, 19))
@@ -107,27 +107,7 @@ class Admin:
         await self.instance.update_topic_route(mq.topic)
         addr = self.instance.master_address(mq.broker_name)
         assert addr is not None
-        out: list[MessageExt] = []
-        offset = 0
-        while True:
-            result = await self.instance.api.pull_message(
-                addr,
-                group=group,
-                mq=mq,
-                offset=offset,
-                max_nums=32,
-                sys_flag=FLAG_SUBSCRIPTION,
-                commit_offset=0,
-                suspend_timeout_ms=0,
-                subscription="*",
-                sub_version=0,
-                expression_type="TAG",
-                timeout=5.0,
-            )
-            if not result.messages:
-                return out
-            out += result.messages
-            offset = result.next_begin_offset
+        return await drain_queue(self.instance.api, addr, mq, group=group)
 
     async def read_topic(self, topic: str) -> list[MessageExt]:
         await self.instance.update_topic_route(topic)

@@ -19,10 +19,10 @@ from orbitmq.client.aio import (
     Producer,
     PushConsumer,
 )
-from orbitmq.client.api import FLAG_SUBSCRIPTION
 from orbitmq.common.errors import BrokerError, OrbitError
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.testing.cluster import BrokerNode, Cluster
+from orbitmq.testing.drain import drain_queue
 
 # Small segments; replication heartbeats every second; a slave syncs configs from its master every 10 s
 # (first after 3 s). Brokers register every 10 s (the shortest period RocketMQ allows).
@@ -137,27 +137,7 @@ class Tool:
     async def read_queue(self, broker: BrokerNode, topic: str, queue_id: int) -> list[MessageExt]:
         """Every message of one queue on `broker`, from offset 0, without long polling."""
         mq = MessageQueue(topic, broker.broker_name, queue_id)
-        out: list[MessageExt] = []
-        offset = 0
-        while True:
-            result = await self.api.pull_message(
-                broker.address,
-                group="cluster-test-reader",
-                mq=mq,
-                offset=offset,
-                max_nums=32,
-                sys_flag=FLAG_SUBSCRIPTION,
-                commit_offset=0,
-                suspend_timeout_ms=0,
-                subscription="*",
-                sub_version=0,
-                expression_type="TAG",
-                timeout=5.0,
-            )
-            if not result.messages:
-                return out
-            out += result.messages
-            offset = result.next_begin_offset
+        return await drain_queue(self.api, broker.address, mq, group="cluster-test-reader")
 
 
 def commit_log_files(broker: BrokerNode) -> dict[str, bytes]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -132,3 +133,38 @@ async def test_serve_enforces_tls_on_both_ports(tmp_path: Path) -> None:
         assert await until_registered(serve.address, verifying) == {"broker-a"}
         answer = await call(serve.broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO, tls=verifying)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+
+async def test_serve_broker_signs_with_the_files_admin_account_when_the_conf_names_none(
+    tmp_path: Path,
+) -> None:
+    """aclEnable=true without accessKey/secretKey: serve's broker still registers with serve's own
+    (ACL-guarded) nameserver, signing with the file's admin account; a forged registration is refused."""
+    acl = {"accounts": [{"accessKey": PRODUCER[0], "secretKey": PRODUCER[1]}, _admin_account()]}
+    (tmp_path / "acl.yml").write_text(yaml.safe_dump(acl))
+    with start_serve(tmp_path, aclEnable=True, aclFile="acl.yml") as serve:
+        assert await until_registered(serve.address) == {"broker-a"}
+        forged = {"brokerName": "hijack", "brokerAddr": "10.9.9.9:10911", "clusterName": "DefaultCluster",
+                  "haServerAddr": "10.9.9.9:10912", "brokerId": "0"}  # fmt: skip
+        refused = await call(serve.address, RequestCode.REGISTER_BROKER, forged, b"{}")
+        assert refused.code == ResponseCode.NO_PERMISSION
+
+
+def test_serve_without_an_admin_account_stops_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "acl.yml").write_text(yaml.safe_dump({"accounts": [{"accessKey": PRODUCER[0],
+                                                                    "secretKey": PRODUCER[1]}]}))  # fmt: skip
+    conf = tmp_path / "serve.conf"
+    conf.write_text(f"aclEnable=true\naclFile=acl.yml\nstorePathRootDir={tmp_path / 'store'}\nlistenPort=0\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "orbitmq", "serve", "--port", "0", "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "has no admin account" in done.stderr, done.stderr
+
+
+def _admin_account() -> dict[str, object]:
+    return {"accessKey": ADMIN[0], "secretKey": ADMIN[1], "admin": True}

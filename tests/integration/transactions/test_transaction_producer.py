@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from orbitmq.client.aio import ClientConfig, ClientInstance, Message, MessageExt, MessageQueue
-from orbitmq.client.api import FLAG_SUBSCRIPTION
 from orbitmq.client.transaction_producer import (
     LocalTransactionState,
     TransactionProducer,
     TransactionSendResult,
 )
 from orbitmq.testing import ServerProcess, start_serve
+from orbitmq.testing.drain import drain_queue
 
 # The broker's bookkeeping (fact sheet: transactions): half messages in queue 0 of the half topic, and one
 # op record (tag "d", body = the half's queue offset) per transaction the broker ended.
@@ -93,25 +93,8 @@ class Reader:
         )
 
     async def messages(self, topic: str) -> list[MessageExt]:
-        out: list[MessageExt] = []
-        while True:
-            result = await self.instance.api.pull_message(
-                self.serve.broker_addr,
-                group="tx-reader",
-                mq=MessageQueue(topic, "broker-a", 0),
-                offset=len(out),
-                max_nums=32,
-                sys_flag=FLAG_SUBSCRIPTION,
-                commit_offset=0,
-                suspend_timeout_ms=0,
-                subscription="*",
-                sub_version=0,
-                expression_type="TAG",
-                timeout=5.0,
-            )
-            if not result.messages:
-                return out
-            out += result.messages
+        mq = MessageQueue(topic, "broker-a", 0)
+        return await drain_queue(self.instance.api, self.serve.broker_addr, mq, group="tx-reader")
 
     async def bodies(self, topic: str) -> list[bytes]:
         return [m.body for m in await self.messages(topic)]
