@@ -5,7 +5,8 @@ bodies), all optional columns included; each row's queue is computed for the who
 Java hash once per distinct sharding key), and the entries are reordered (stably) so that each queue's
 rows are one contiguous run sent as slices of one buffer. Only a batch with a null body takes the
 row-by-row path (it names the row). Up to `sendConcurrency` batch sends are in flight per task; the
-acknowledgements are awaited once, when the task's partition is done.
+acknowledgements are awaited once, when the task's partition is done. A feeder thread takes the next
+Arrow batch from Spark while the current one is encoded and sent, so the JVM and the broker overlap.
 
 Columns (only `body` is required; any other column is an error, to catch typos):
   body binary|string, topic string (or the `topic` option, which wins), tags string,
@@ -32,6 +33,7 @@ import struct
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +62,7 @@ SINK_COLUMNS = ("body", "topic", "tags", "keys", "properties", "sharding_key")
 MAX_BATCH_BYTES = 3 * 1024 * 1024  # under the broker's 4 MiB maxMessageSize for a whole batch body
 SEND_RETRIES = 2
 MAX_SEND_PARTS = 16
+MIN_RUN = 64  # average rows per queue run below which a batch's entries are sorted by queue
 _STORED = {
     ResponseCode.SUCCESS,
     ResponseCode.FLUSH_DISK_TIMEOUT,
@@ -253,10 +256,14 @@ class _TaskSender:
         )
         entries = _entries(batch, self.prefix, self.row)
         self.row += n
-        # One group per (topic, queue); a stable sort keeps each queue's rows in their order.
+        # One group per (topic, queue). Runs of one group are sent in row order, which keeps each
+        # queue's rows in their order. Only when the runs are short (rows with sharding keys mixed
+        # together) are the entries reordered by a stable sort, so each queue gets one run: that `take`
+        # copies every entry, which long runs (spread rows change queue every maxBatchMessages) avoid.
         width = max(len(w) for w in writables)
         group = topic_of_row * width + queue_of_row
-        if n > 1 and bool(np.any(group[1:] < group[:-1])):
+        changes = int(np.count_nonzero(group[1:] != group[:-1])) if n > 1 else 0
+        if changes * MIN_RUN > n:
             order = np.argsort(group, kind="stable")
             entries = entries.take(pa.array(order))
             group = group[order]
@@ -515,16 +522,32 @@ def _write_task(options: SinkOptions, batches: Iterator[pa.RecordBatch], write_k
     access = shared_access(options.namesrv, options.send_timeout_ms / 1000, credentials=options.credentials)
     sender = _TaskSender(options, access, id_prefix(write_key, partition))
 
+    # Spark hands the task its Arrow batches through a blocking iterator (a socket read from the JVM).
+    # Read on the loop's thread, every wait for the next batch would also stop the loop: in-flight
+    # sends not written further, acks not read, so the JVM and the broker took turns instead of
+    # overlapping. A feeder thread pulls the next batch while this one is encoded and sent; the
+    # iterator is still driven by one thread at a time (each `next` starts after the previous ended).
+    feeder = ThreadPoolExecutor(1, thread_name_prefix="orbitmq-sink-feed")
+    source = iter(batches)
+
     async def run() -> None:
+        loop = asyncio.get_running_loop()
+        upcoming = loop.run_in_executor(feeder, next, source, None)
         try:
-            for batch in batches:
+            while (batch := await upcoming) is not None:
+                upcoming = loop.run_in_executor(feeder, next, source, None)
                 await sender.add_batch(batch)
             await sender.flush()
         finally:
+            upcoming.cancel()  # after a failure: the feeder's outcome is no longer wanted
             for task in sender.inflight:
                 task.cancel()
 
-    access.run(run())
+    try:
+        access.run(run())
+    finally:
+        # A failed task returns only after the feeder stopped touching Spark's iterator.
+        feeder.shutdown(wait=True)
     return SinkCommitMessage(partition, sender.sent_messages, sender.sent_batches, write_key)
 
 
