@@ -190,7 +190,8 @@ class MQClientAPI:
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         if not batch and _REPLY_MARK in header.get("i", ""):
             code = RequestCode.SEND_REPLY_MESSAGE_V2
-        resp = await self.invoke(addr, RemotingCommand.request(code, header, body), timeout)
+        # straight to the remoting client: one coroutine less per message than self.invoke
+        resp = await self.remoting.invoke(addr, RemotingCommand.request(code, header, body), timeout)
         return self.process_send_response(resp, addr, broker_name, header["b"], msg_id)
 
     async def send_message_oneway(

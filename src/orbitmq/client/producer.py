@@ -47,6 +47,7 @@ DEFAULT_TOPIC = "TBW102"
 MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 
 _ID_GENERATOR = UniqueIdGenerator()
+_MAX_HEADER_TEMPLATES = 4096  # (topic, queue) pairs; cleared whole when full
 
 
 class _Prepared(NamedTuple):
@@ -61,6 +62,18 @@ def _retrieve_exception(task: asyncio.Task[Any]) -> None:
     # The caller may drop the task; its failure must not end up as "exception was never retrieved".
     if not task.cancelled() and task.exception() is not None:
         log.debug("async send failed: %s", task.exception())
+
+
+def _track(pending: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
+    """Keep `task` in `pending` until it is done. One done callback instead of two: each callback is
+    one more loop handle per async send."""
+
+    def done(t: asyncio.Task[Any]) -> None:
+        pending.discard(t)
+        _retrieve_exception(t)
+
+    pending.add(task)
+    task.add_done_callback(done)
 
 
 def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
@@ -166,6 +179,7 @@ class Producer:
         self.publish_info: dict[str, TopicPublishInfo] = {}
         self._pending: set[asyncio.Task[Any]] = set()
         self._request_topics: set[str] = set()  # topics whose brokers heard us before a request
+        self._header_templates: dict[tuple[str, str, int, bool, str, str, int], dict[str, str]] = {}
         self.started = False
 
     # ---- lifecycle --------------------------------------------------------------------------
@@ -294,9 +308,7 @@ class Producer:
         task = asyncio.get_running_loop().create_task(
             self._send_with_retries(msg, budget, 1 + self.retry_times_async)
         )
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        task.add_done_callback(_retrieve_exception)
+        _track(self._pending, task)
         return task
 
     # ---- request-reply ----------------------------------------------------------------------
@@ -333,9 +345,7 @@ class Producer:
         self._validate(msg)
         self._instance()
         task = asyncio.get_running_loop().create_task(self.request(msg, timeout))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        task.add_done_callback(_retrieve_exception)
+        _track(self._pending, task)
         return task
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
@@ -409,21 +419,46 @@ class Producer:
         max_reconsume: int | None = None,
         batch: bool = False,
     ) -> dict[str, str]:
-        return send_header_v2(
-            group=self.group,
-            topic=topic,
-            queue_id=mq.queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=self.clock.now_ms(),
-            flag=flag,
-            properties=props,
-            broker_name=mq.broker_name,
-            reconsume_times=reconsume,
-            max_reconsume_times=max_reconsume,
-            batch=batch,
-            default_topic=self.create_topic_key,
-            default_topic_queue_nums=self.default_topic_queue_nums,
+        # A copy of a per-queue template, then only the per-message fields: building all 13 fields
+        # with str() each time cost more. The key holds every input the template depends on.
+        key = (
+            topic,
+            mq.broker_name,
+            mq.queue_id,
+            batch,
+            self.group,
+            self.create_topic_key,
+            self.default_topic_queue_nums,
         )
+        template = self._header_templates.get(key)
+        if template is None:
+            if len(self._header_templates) >= _MAX_HEADER_TEMPLATES:
+                self._header_templates.clear()
+            template = self._header_templates[key] = send_header_v2(
+                group=self.group,
+                topic=topic,
+                queue_id=mq.queue_id,
+                sys_flag=0,
+                born_timestamp=0,
+                flag=0,
+                properties="",
+                broker_name=mq.broker_name,
+                batch=batch,
+                default_topic=self.create_topic_key,
+                default_topic_queue_nums=self.default_topic_queue_nums,
+            )
+        header = template.copy()
+        if sys_flag:
+            header["f"] = str(sys_flag)
+        header["g"] = str(self.clock.now_ms())
+        if flag:
+            header["h"] = str(flag)
+        header["i"] = props
+        if reconsume:
+            header["j"] = str(reconsume)
+        if max_reconsume is not None:
+            header["l"] = str(max_reconsume)
+        return header
 
     async def _master_address(self, mq: MessageQueue) -> str:
         addr = await self._instance().find_master_address(mq.broker_name, mq.topic)
@@ -479,7 +514,9 @@ class Producer:
     ) -> SendResult:
         instance = self._instance()
         start = self.clock.monotonic()
-        info = await self.find_publish_info(topic)
+        info = self.publish_info.get(topic)
+        if info is None or not info.ok:  # the cached route needs no coroutine
+            info = await self.find_publish_info(topic)
         last_broker: str | None = None
         last_error: Exception | None = None
         for attempt in range(attempts):
@@ -493,7 +530,8 @@ class Producer:
             last_broker = mq.broker_name
             began = self.clock.monotonic()
             try:
-                addr = await self._master_address(mq)
+                # the cached address first: awaiting the lookup coroutine costs more than the lookup
+                addr = instance.master_address(mq.broker_name) or await self._master_address(mq)
                 body, header = build(mq)
                 result = await instance.api.send_message(
                     addr, mq.broker_name, body, header, msg_id=msg_id, timeout=remaining, batch=batch
@@ -519,6 +557,8 @@ class Producer:
         raise last_error
 
     def _record_latency(self, mq: MessageQueue, began: float, *, isolation: bool) -> None:
+        if not self.fault.enabled:
+            return  # nothing is recorded anyway; skip the clock read
         latency_ms = int((self.clock.monotonic() - began) * 1000)
         self.fault.update_fault_item(mq.broker_name, latency_ms, isolation=isolation)
 

@@ -86,7 +86,9 @@ class RemotingClient:
         return conn
 
     async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        conn = await self.get_connection(addr)
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed:  # the pooled connection needs no coroutine
+            conn = await self.get_connection(addr)
         if self.rpc_hook is not None:
             self.rpc_hook(request)
         return await conn.invoke(request, timeout)

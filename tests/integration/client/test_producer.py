@@ -28,6 +28,10 @@ async def test_sync_async_oneway_and_batch_sends(namesrv: ServerProcess, broker:
         task = producer.send_async(Message.create(topic, "async"))
         async_result = await task
         assert async_result.status is SendStatus.SEND_OK
+        window = [producer.send_async(Message.create(topic, f"w{i}")) for i in range(20)]
+        assert len(producer._pending) == 20  # tracked until done (shutdown waits for them)
+        await asyncio.gather(*window)
+        assert not producer._pending  # and forgotten once done
 
         await producer.send_oneway(Message.create(topic, "oneway"))
 
@@ -41,9 +45,9 @@ async def test_sync_async_oneway_and_batch_sends(namesrv: ServerProcess, broker:
         await producer.send(big)
 
         async def all_stored() -> bool:
-            return len(await admin.read_topic(topic)) == 14
+            return len(await admin.read_topic(topic)) == 34  # 14 + the window of 20
 
-        await eventually(all_stored, what="14 stored messages")
+        await eventually(all_stored, what="34 stored messages")
         stored = await admin.read_topic(topic)
         bodies = {m.body for m in stored}
         assert {b"sync", b"async", b"oneway", b"z" * 10000} <= bodies

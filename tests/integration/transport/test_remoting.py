@@ -337,6 +337,18 @@ async def test_idle_connections_are_closed() -> None:
         await server.stop()
 
 
+async def test_invoke_replaces_a_pooled_connection_closed_a_moment_ago(harness: Harness) -> None:
+    """A connection closed on this side may still sit in the pool until its close is processed; the
+    next invoke must not use it but connect anew."""
+    addr = harness.server.address
+    conn = await harness.client.get_connection(addr)
+    conn.close("closed by the test")
+    req = RemotingCommand.request(ECHO, {"k": "v"})
+    resp = await harness.client.invoke(addr, req, timeout=5)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["k"] == "v"
+    assert (await harness.client.get_connection(addr)) is not conn
+
+
 async def test_connect_to_a_closed_port_raises_connect_error() -> None:
     server = RemotingServer()
     await server.start()

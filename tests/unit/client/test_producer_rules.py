@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orbitmq.client.producer import Producer, put_user_property, select_by_hash, send_header_v2
+from orbitmq.common.clock import FakeClock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
 from orbitmq.message.codec import decode_properties, decompress_body
@@ -109,3 +110,47 @@ def test_prepare_moves_retry_counters_to_header_fields() -> None:
     assert (prepared.reconsume_times, prepared.max_reconsume_times) == (3, 16)
     props = decode_properties(prepared.properties)
     assert P.RECONSUME_TIME not in props and P.MAX_RECONSUME_TIMES not in props
+
+
+@pytest.mark.parametrize(
+    ("sys_flag", "flag", "reconsume", "max_reconsume", "batch"),
+    [(0, 0, 0, None, False), (1, 7, 2, 16, False), (0, -3, 0, 0, True), (4, 0, 5, None, True)],
+)
+def test_header_from_template_equals_built_header(
+    sys_flag: int, flag: int, reconsume: int, max_reconsume: int | None, batch: bool
+) -> None:
+    """The per-queue header template plus per-message fields gives the same fields, in the same order,
+    as building the header whole, also after the producer's settings change between sends."""
+    clock = FakeClock()
+    producer = Producer("G", "127.0.0.1:9876", clock=clock)
+    mq = MessageQueue("T", "b", 3)
+    for create_key, queue_nums in (("TBW102", 4), ("TBW102", 4), ("OTHER", 4), ("OTHER", 8)):
+        producer.create_topic_key, producer.default_topic_queue_nums = create_key, queue_nums
+        clock.advance(0.005)
+        got = producer._header_raw(
+            mq,
+            topic="T",
+            props="p",
+            sys_flag=sys_flag,
+            flag=flag,
+            reconsume=reconsume,
+            max_reconsume=max_reconsume,
+            batch=batch,
+        )
+        want = send_header_v2(
+            group="G",
+            topic="T",
+            queue_id=3,
+            sys_flag=sys_flag,
+            born_timestamp=clock.now_ms(),
+            flag=flag,
+            properties="p",
+            broker_name="b",
+            reconsume_times=reconsume,
+            max_reconsume_times=max_reconsume,
+            batch=batch,
+            default_topic=create_key,
+            default_topic_queue_nums=queue_nums,
+        )
+        assert list(got.items()) == list(want.items())
+        got["b"] = "changed"  # the caller's copy: the next header must not see it
