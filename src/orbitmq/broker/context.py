@@ -52,6 +52,9 @@ class ReplicationView(Protocol):
 
     def on_registered(self, response: RemotingCommand) -> None: ...
 
+    @property
+    def awaiting_master(self) -> bool: ...
+
 
 class ScheduleView(Protocol):
     """The delay-level service's progress, as admin, housekeeping and slave sync see it."""

@@ -69,3 +69,23 @@ async def test_sync_master_replicates_to_slave(tmp_path: Path, client: RemotingC
                         break
                     await asyncio.sleep(0.2)
                 assert synced.ext_fields.get("offset") == "2"
+
+
+async def test_a_slave_started_before_its_master_finds_it_without_waiting_a_registration_period(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    """The slave's first registration finds no master; it registers again every second until it learns
+    the master's HA address, instead of after the 30 s registration period (registerNameServerPeriod)."""
+    with (
+        start_namesrv(tmp_path) as namesrv,
+        start_broker(tmp_path, namesrv.address, broker_id=1, expect=("broker",), **SMALL) as slave,
+    ):
+        await asyncio.sleep(0.5)  # the slave has registered alone
+        master = start_broker(tmp_path, namesrv.address, role="ASYNC_MASTER", **SMALL)
+        with master:
+            raw_master = Raw(client, master.broker_addr, namesrv.address)
+            await raw_master.create_topic("SlaveFirst", queues=1)
+            assert (await raw_master.send("SlaveFirst", b"early")).code == ResponseCode.SUCCESS
+            raw_slave = Raw(client, slave.broker_addr, namesrv.address)
+            # well below the 30 s period: only the quick re-registration can make it in time
+            assert await eventually_pull(raw_slave, "SlaveFirst", 1, timeout=20.0) == [b"early"]

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbitmq.broker")
 
 
+# seconds between registrations of a slave that does not know its master yet
+SLAVE_WITHOUT_MASTER_RETRY = 1.0
+
+
 class RegistrationService:
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
@@ -99,5 +103,8 @@ class RegistrationService:
     async def run(self) -> None:
         period = min(max(self.app.config.register_name_server_period, 10000), 60000) / 1000
         while True:
-            await asyncio.sleep(period)
+            # A slave that registered before its master learns the master's HA address only from a later
+            # registration: it asks again every second until it knows, not after a whole period.
+            waiting_for_master = self.app.replication.awaiting_master
+            await asyncio.sleep(SLAVE_WITHOUT_MASTER_RETRY if waiting_for_master else period)
             await self.register_all()

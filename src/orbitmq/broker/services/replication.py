@@ -107,6 +107,11 @@ class ReplicationService:
         return ResponseCode.FLUSH_SLAVE_TIMEOUT
 
     # --------------------------------------------------------------------------------- slave side
+    @property
+    def awaiting_master(self) -> bool:
+        """A slave that has not learned its master yet (it registered before the master did)."""
+        return self.client is not None and self.master_addr is None
+
     def on_registered(self, response: RemotingCommand) -> None:
         """A REGISTER_BROKER answer: a slave learns where its master (and the master's HA port) is."""
         if self.client is None:
