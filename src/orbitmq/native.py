@@ -7,8 +7,10 @@ scripts/install-dev) compiles the modules in `COMPILED_MODULES` with mypyc when 
 Pure Python is used instead (the whole package, never a mix: compiled modules of one build call each
 other's native classes directly) when
 - `ORBITMQ_PURE=1` is set (CI runs the protocol, store and client unit tests a second time this way), or
-- a compiled module's `.py` is newer than its extension (an edited source after a build: the edit wins,
-  with one notice on stderr; rebuild with `python setup.py build_ext --inplace` or `pip install -e .`).
+- in a source checkout (src/ beside setup.py: the editable install), a compiled module's `.py` is newer
+  than its extension (an edited source after a build: the edit wins, with one notice on stderr; rebuild
+  with `python setup.py build_ext --inplace` or `pip install -e .`). An installed wheel is never
+  "stale": pip writes its files in any order, so their times say nothing.
 
 This module must stay importable without compiling (setup.py reads it) and never be compiled itself.
 """
@@ -53,6 +55,13 @@ PURE_ENV = "ORBITMQ_PURE"
 _SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def in_source_checkout(src_dir: str) -> bool:
+    """True for the repository's src/ (an editable install), False for site-packages."""
+    return os.path.basename(src_dir) == "src" and os.path.exists(
+        os.path.join(os.path.dirname(src_dir), "setup.py")
+    )
+
+
 def _source(module: str) -> str:
     return os.path.join(_SRC, *module.split(".")) + ".py"
 
@@ -76,7 +85,7 @@ def _decide() -> tuple[str, str]:
     if len(present) < len(built):
         missing = [m for m, ext in built if ext is None]
         return "pure", f"incomplete build (no extension for {missing[0]})"
-    for module, ext in present:
+    for module, ext in present if in_source_checkout(_SRC) else ():
         try:
             if os.path.getmtime(_source(module)) > os.path.getmtime(ext):
                 return "pure", f"{module}'s source is newer than its compiled module (rebuild)"

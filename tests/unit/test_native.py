@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +54,14 @@ def test_version_says_which_build_runs() -> None:
     stale = "newer than its compiled module" in default
     build = default.split()[2]  # "orbitmq <version> compiled|pure (...)"
     assert (build == "compiled") != stale, default
+
+
+def test_staleness_is_judged_only_in_a_source_checkout(tmp_path: Path) -> None:
+    """pip writes an installed wheel's files in any order: their times must not force pure Python."""
+    checkout = tmp_path / "repo"
+    (checkout / "src").mkdir(parents=True)
+    (checkout / "setup.py").write_text("")
+    assert native.in_source_checkout(str(checkout / "src"))
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    assert not native.in_source_checkout(str(site))
