@@ -56,6 +56,22 @@ class _Exit(Exception):
         self.status = status
 
 
+def add_security_options(parser: argparse.ArgumentParser) -> None:
+    """--access-key/--secret-key (ACL signing, or the ORBITMQ_* variables) and --tls: every tool that talks
+    to a cluster (orbitmq admin, orbitmq console) takes the same three."""
+    parser.add_argument(
+        "--access-key",
+        default=os.environ.get("ORBITMQ_ACCESS_KEY"),
+        help="ACL access key: sign every request (or ORBITMQ_ACCESS_KEY)",
+    )
+    parser.add_argument(
+        "--secret-key",
+        default=os.environ.get("ORBITMQ_SECRET_KEY"),
+        help="ACL secret key (or ORBITMQ_SECRET_KEY; prefer the variable: flags show in ps)",
+    )
+    parser.add_argument("--tls", action="store_true", help="connect with TLS (tls.enable=true)")
+
+
 def usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = [
@@ -87,17 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request (5)")
-    common.add_argument(
-        "--access-key",
-        default=os.environ.get("ORBITMQ_ACCESS_KEY"),
-        help="ACL access key: sign every request (or ORBITMQ_ACCESS_KEY)",
-    )
-    common.add_argument(
-        "--secret-key",
-        default=os.environ.get("ORBITMQ_SECRET_KEY"),
-        help="ACL secret key (or ORBITMQ_SECRET_KEY; prefer the variable: flags show in ps)",
-    )
-    common.add_argument("--tls", action="store_true", help="connect with TLS (tls.enable=true)")
+    add_security_options(common)
     parser = _Parser(prog=PROG, usage=usage(), add_help=False)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, cmd in COMMANDS.items():

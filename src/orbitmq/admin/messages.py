@@ -17,7 +17,6 @@ from orbitmq.admin.base import (
     AdminError,
     valid_address,
 )
-from orbitmq.client.api import FLAG_SUBSCRIPTION
 from orbitmq.client.results import PullResult, PullStatus, SendResult
 from orbitmq.common.errors import BrokerError, ClientError, ConnectError, OrbitError, RequestTimeoutError
 from orbitmq.message.codec import decode_offset_msg_id
@@ -102,19 +101,8 @@ class MessageAdmin(AdminBase):
     ) -> PullResult:
         """One PULL_MESSAGE from the queue's master, no offset commit, no long polling."""
         addr = await self.master_of(mq.topic, mq.broker_name)
-        return await self.api.pull_message(
-            addr,
-            group=group,
-            mq=mq,
-            offset=offset,
-            max_nums=max_nums,
-            sys_flag=FLAG_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_ms=0,
-            subscription="*",
-            sub_version=0,
-            expression_type="TAG",
-            timeout=self.timeout,
+        return await self.api.pull_plain(
+            addr, mq, offset, group=group, max_nums=max_nums, timeout=self.timeout
         )
 
     async def query_message_by_offset(

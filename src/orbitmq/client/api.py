@@ -272,6 +272,25 @@ class MQClientAPI:
                 msg.properties[P.MAX_OFFSET] = max_s
         return result
 
+    async def pull_plain(
+        self, addr: str, mq: MessageQueue, offset: int, *, group: str, max_nums: int, timeout: float
+    ) -> PullResult:
+        """One PULL_MESSAGE as tools read a queue: every tag, no offset commit, no long polling."""
+        return await self.pull_message(
+            addr,
+            group=group,
+            mq=mq,
+            offset=offset,
+            max_nums=max_nums,
+            sys_flag=FLAG_SUBSCRIPTION,
+            commit_offset=0,
+            suspend_timeout_ms=0,
+            subscription="*",
+            sub_version=0,
+            expression_type="TAG",
+            timeout=timeout,
+        )
+
     # ---- offsets ----------------------------------------------------------------------------
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:

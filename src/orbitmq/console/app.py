@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from orbitmq.admin.api import AdminClient
+from orbitmq.admin.cli import add_security_options
 from orbitmq.console.api import ADMIN, add_routes
 
 STATIC = Path(__file__).parent / "static"
@@ -85,17 +85,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-n", "--namesrv", required=True, help="nameserver address(es), ';'-separated")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="listen port (default 8080; 0 = a free port)")
-    parser.add_argument(
-        "--access-key",
-        default=os.environ.get("ORBITMQ_ACCESS_KEY"),
-        help="ACL access key the console signs every request with (or ORBITMQ_ACCESS_KEY)",
-    )
-    parser.add_argument(
-        "--secret-key",
-        default=os.environ.get("ORBITMQ_SECRET_KEY"),
-        help="ACL secret key (or ORBITMQ_SECRET_KEY; prefer the variable: flags show in ps)",
-    )
-    parser.add_argument("--tls", action="store_true", help="connect to the cluster with TLS")
+    add_security_options(parser)
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return parser.parse_args(argv)
 

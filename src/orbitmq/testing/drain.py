@@ -3,7 +3,7 @@ there" do: pull from an offset until the broker has nothing more, no subscriptio
 
 from __future__ import annotations
 
-from orbitmq.client.api import FLAG_SUBSCRIPTION, MQClientAPI
+from orbitmq.client.api import MQClientAPI
 from orbitmq.message.model import MessageExt, MessageQueue
 
 
@@ -20,19 +20,8 @@ async def drain_queue(
     """Every message of `mq` from `offset` on, in queue order (plain pulls, nothing committed)."""
     out: list[MessageExt] = []
     while True:
-        result = await api.pull_message(
-            broker_addr,
-            group=group,
-            mq=mq,
-            offset=offset,
-            max_nums=max_nums,
-            sys_flag=FLAG_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_ms=0,
-            subscription="*",
-            sub_version=0,
-            expression_type="TAG",
-            timeout=timeout,
+        result = await api.pull_plain(
+            broker_addr, mq, offset, group=group, max_nums=max_nums, timeout=timeout
         )
         if not result.messages:
             return out
