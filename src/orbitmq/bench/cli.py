@@ -46,6 +46,7 @@ QUICK_DEFAULTS: dict[str, Any] = {
     "drain_timeout": 60.0,
     "log_mb": 64,
     "topics": [1, 100],
+    "backlog": [0, 100_000],
     "spark_messages": 200_000,
 }
 CLIENT_WORKLOADS = ("W1", "W2", "W3", "W4")  # the ones peers run too
@@ -84,6 +85,17 @@ def parse_int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
     if not values or any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive integers: {text!r}")
+    return values
+
+
+def parse_count_list(text: str) -> list[int]:
+    """Like parse_int_list, but 0 is allowed (W9's empty-store backlog level)."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected integers >= 0: {text!r}")
     return values
 
 
@@ -138,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-mb", type=int, default=256, help="W8 commit log size to recover, MiB (256)")
     p.add_argument("--topics", type=parse_int_list, default=[1, 100, 1000], help="W9 topic counts")
+    p.add_argument(
+        "--backlog",
+        type=parse_count_list,
+        default=[0, 1_000_000],
+        help="W9 stored-message backlogs, one fresh server each (0,1000000; BENCHMARKS.md says "
+        "0,10000000: ~12 GiB of store, written in minutes and removed afterwards)",
+    )
     p.add_argument("--replication-senders", type=int, default=4, help="W6 sync senders per role (4)")
     p.add_argument(
         "--spark-messages",
@@ -148,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="short defaults for a whole run (-d 3, -m 20000, --log-mb 64, --topics 1,100); "
+        help="short defaults for a whole run (-d 3, -m 20000, --log-mb 64, --topics 1,100, "
+        "--backlog 0,100000); "
         "explicit flags win",
     )
     p.add_argument("--json", action="store_true", help="print a JSON document instead of the table")

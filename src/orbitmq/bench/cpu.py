@@ -54,6 +54,15 @@ def parse_status_rss_kib(status_text: str) -> int | None:
     return None
 
 
+def parse_status_kib(status_text: str, field: str) -> int | None:
+    """A "Name:  123 kB" field of /proc/<pid>/status in KiB (RssAnon, RssFile, ...), None if absent."""
+    prefix = field + ":"
+    for line in status_text.splitlines():
+        if line.startswith(prefix):
+            return int(line.split()[1])
+    return None
+
+
 def parse_schedstat_wait_ns(schedstat_text: str) -> int:
     """Run-queue wait (ns) from the text of /proc/<pid>/schedstat: "run_ns wait_ns timeslices".
 
@@ -127,6 +136,18 @@ def run_queue_wait_seconds(pid: int) -> float | None:
         return parse_schedstat_wait_ns(text) / 1e9
     except ValueError:
         return None
+
+
+def rss_split_mib(pid: int) -> tuple[float, float] | None:
+    """(RssAnon, RssFile) in MiB: the process's own memory apart from the mapped store files' pages,
+    which count in RSS while cached but the kernel can drop at will."""
+    text = _read(PROC / str(pid) / "status")
+    if text is None:
+        return None
+    anon, file = parse_status_kib(text, "RssAnon"), parse_status_kib(text, "RssFile")
+    if anon is None or file is None:
+        return None
+    return anon / 1024.0, file / 1024.0
 
 
 def rss_mib(pid: int) -> float | None:

@@ -206,6 +206,42 @@ class RawDriver(Driver):
         )
         await self._invoke(queue.broker_addr, request, STORED_CODES)
 
+    async def max_offset(self, queue: RawQueue, topic: str) -> int:
+        """The queue's max offset (GET_MAX_OFFSET): one past its newest message."""
+        fields = {"topic": topic, "queueId": str(queue.queue_id), "bname": queue.broker_name}
+        request = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, fields)
+        response = await self._invoke(queue.broker_addr, request)
+        return int(response.ext_fields["offset"])
+
+    async def pull_at(self, topic: str, group: str, queue: RawQueue, offset: int, count: int) -> int:
+        """One PULL_MESSAGE of up to `count` messages at `offset`, no long polling and no offset commit;
+        returns how many messages came back (0 when there are none there)."""
+        fields = {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": str(queue.queue_id),
+            "queueOffset": str(offset),
+            "maxMsgNums": str(count),
+            "sysFlag": str(FLAG_SUBSCRIPTION),
+            "commitOffset": "0",
+            "suspendTimeoutMillis": "0",
+            "subscription": "*",
+            "subVersion": "0",
+            "expressionType": "TAG",
+            "bname": queue.broker_name,
+        }
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, fields)
+        response = await self.client.invoke(queue.broker_addr, request, TIMEOUT)
+        if response.code == ResponseCode.SUCCESS:
+            return sum(1 for _ in iter_record_spans(response.body_bytes()))
+        if response.code in (
+            ResponseCode.PULL_NOT_FOUND,
+            ResponseCode.PULL_RETRY_IMMEDIATELY,
+            ResponseCode.PULL_OFFSET_MOVED,
+        ):
+            return 0
+        raise BrokerError(response.code, response.remark, address=queue.broker_addr)
+
     async def consume(self, topic: str, group: str, on_bodies: OnBodies, stop: asyncio.Event) -> None:
         queues = self.queues.get(topic)
         if not queues:

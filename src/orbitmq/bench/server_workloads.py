@@ -1,5 +1,5 @@
 """The server-side workloads, orbitmq only and only with `--serve` (the bench must own the broker):
-W8 recovery time after SIGKILL, W9 topic scaling, W10 cold start and idle RSS.
+W8 recovery time after SIGKILL, W9 topic scaling (topic_scaling.py), W10 cold start and idle RSS.
 
 They drive the broker with the raw-protocol driver so that no client library start-up or rebalance
 time is counted as the server's.
@@ -19,7 +19,6 @@ from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.progress import Progress
 from orbitmq.bench.raw_driver import RawDriver
 from orbitmq.bench.result import Measurement
-from orbitmq.bench.stats import LatencyRecorder
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
@@ -125,60 +124,6 @@ async def recovery(workdir: Path, args: argparse.Namespace, progress: Progress) 
     return [m]
 
 
-async def topic_scaling(workdir: Path, args: argparse.Namespace, progress: Progress) -> list[Measurement]:
-    """W9: with 1..N topics of `queues` queues, 4 senders spread over all topics; send rate and RSS."""
-    results: list[Measurement] = []
-    server = await asyncio.to_thread(start_orbitmq, workdir, None)
-    driver = RawDriver(server.address, server)
-    try:
-        await driver.open()
-        topics: list[str] = []
-        body = make_body(args.size)
-        for count in sorted(args.topics):
-            progress.begin(f"W9 creating {count} topics", 600.0)
-            while len(topics) < count:
-                topic = wl.new_topic("W9")
-                await driver.create_topic(topic, args.queues)
-                topics.append(topic)
-                progress.count = len(topics)
-                progress.tick()
-            m = Measurement("W9", f"{count} topics", SYSTEM, body_size=args.size)
-            case = wl.Case(progress, time.monotonic() + args.duration, args.messages * 10)
-            progress.set_phase("sending")
-            recorder = LatencyRecorder()
-
-            async def sender(offset: int, case: wl.Case = case, recorder: LatencyRecorder = recorder) -> None:
-                i = offset
-                clock = time.perf_counter_ns
-                while case.running:
-                    t = clock()
-                    try:
-                        await driver.send(topics[i % len(topics)], body)
-                    except Exception as exc:
-                        case.error(exc)
-                        continue
-                    recorder.record(clock() - t)
-                    case.add(1)
-                    i += 4
-
-            async def work(case: wl.Case = case) -> int:
-                await asyncio.gather(*(sender(k) for k in range(4)))
-                return case.count
-
-            await wl.measure(driver, m, work)
-            m.latency = recorder.summary()
-            pid = server_pid(server)
-            rss = rss_mib(pid) if pid is not None else None
-            if rss is not None:
-                m.extra["server_rss_mib"] = rss
-                m.note = f"server RSS {rss:.0f} MiB; backlog 0 (the 10M-message backlog case is not run)"
-            results.append(m)
-    finally:
-        await driver.close()
-        await asyncio.to_thread(server.stop)
-    return results
-
-
 async def run(
     workload: str, args: argparse.Namespace, workdir: Path, progress: Progress
 ) -> list[Measurement]:
@@ -188,5 +133,7 @@ async def run(
     if workload == "W8":
         return await recovery(workdir, args, progress)
     if workload == "W9":
+        from orbitmq.bench.topic_scaling import topic_scaling
+
         return await topic_scaling(workdir, args, progress)
     raise ValueError(f"not a server workload: {workload}")
