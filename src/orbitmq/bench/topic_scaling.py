@@ -5,6 +5,8 @@ Each backlog level gets a fresh `orbitmq serve` (its own store, removed afterwar
 backlog is written first, with batch sends into one topic of its own, then the topic counts run in
 ascending order on that server (the topics of the smaller counts stay: 1,000 topics means 1,000 live
 topics). Per topic count:
+- first touch: one message into every new queue, which creates its consume-queue file (msgs/s in the
+  note, outside the measured window: the rows compare steady states);
 - send: 4 sync senders, round robin over every topic, for --duration seconds (msgs/s, RT p50/p99);
 - pull latency (single PULL_MESSAGE requests of 32 messages, no long polling), p50/p99 of
   `PULL_SAMPLES` pulls each: "new" = the newest 32 messages of random queues of the measured topics,
@@ -113,6 +115,24 @@ async def oldest_samples(
     return samples
 
 
+async def first_touch(driver: RawDriver, topics: list[str], queues: int, size: int) -> float:
+    """Send one message into every queue of `topics` (SENDERS senders); returns msgs/s. The first message
+    of a queue creates its consume-queue file: a cost paid once per queue, measured apart from the
+    steady-state send rate."""
+    body = make_body(size)
+    work = [t for t in topics for _ in range(queues)]  # the driver rotates a topic's queues per send
+    t0 = time.perf_counter()
+
+    async def sender(k: int) -> None:
+        for topic in work[k::SENDERS]:
+            await driver.send(topic, body)
+
+    # Sender k takes every SENDERS-th item: a topic's `queues` sends split over senders still reach each
+    # queue once, as the rotation is per topic, not per sender.
+    await asyncio.gather(*(sender(k) for k in range(SENDERS)))
+    return len(work) / max(time.perf_counter() - t0, 1e-9)
+
+
 async def measure_send(
     driver: RawDriver, topics: list[str], m: Measurement, args: argparse.Namespace, progress: Progress
 ) -> None:
@@ -183,6 +203,7 @@ async def run_level(
             backlog = stored
             fill_note = f"; backlog written in {seconds:.0f} s ({stored / max(seconds, 1e-9):,.0f} msgs/s)"
         topics: list[str] = []
+        previous = 0
         for count in sorted(args.topics):
             progress.begin(f"W9 creating {count} topics", 600.0)
             t0 = time.monotonic()
@@ -193,7 +214,11 @@ async def run_level(
                 progress.count = len(topics)
                 progress.tick()
             created = time.monotonic() - t0
-            m = Measurement("W9", f"{count} topics, backlog {backlog:,}", SYSTEM, body_size=args.size)
+            progress.set_phase("first message into each new queue")
+            touched = await first_touch(driver, topics[previous:], args.queues, args.size)
+            previous = len(topics)
+            label = f"{count} topic{'s' if count != 1 else ''}, backlog {backlog:,}"
+            m = Measurement("W9", label, SYSTEM, body_size=args.size)
             await measure_send(driver, topics, m, args, progress)
             progress.set_phase("pull latency")
             new, new_found = await pull_latencies(driver, await newest_samples(driver, topics, rng))
@@ -210,6 +235,7 @@ async def run_level(
                     "pull_old_p99_us": old.p99_us,
                     "pulls_with_messages": float(new_found + old_found),
                     "seconds_to_create_topics": created,
+                    "first_touch_msgs_per_s": touched,
                 }
             )
             memory = add_memory(m, server)
@@ -217,7 +243,8 @@ async def run_level(
                 f"pull p50/p99 newest {new.p50_us:,.0f}/{new.p99_us:,.0f} µs, "
                 f"{'backlog' if backlog_topic else 'oldest'} {old.p50_us:,.0f}/{old.p99_us:,.0f} µs"
             )
-            parts = [p for p in (m.note, memory, pulls) if p]
+            first = f"first message into each new queue {touched:,.0f} msgs/s (not in the figure)"
+            parts = [p for p in (m.note, memory, pulls, first) if p]
             m.note = "; ".join(parts) + fill_note
             results.append(m)
             progress.end(f"W9 {m.case}: {m.msgs_per_s:,.0f} msgs/s; {m.note}")
