@@ -35,6 +35,7 @@ from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.peers import default_peers_dir, load_peer, parse_peer_list
 from orbitmq.bench.progress import Progress
 from orbitmq.bench.result import Measurement, measurement_from_dict
+from orbitmq.bench.route_probe import RouteProbe, probe_row
 from orbitmq.bench.table import json_document, render, short_note
 
 ALL_WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
@@ -157,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="W9 stored-message backlogs, one fresh server each (0,1000000; BENCHMARKS.md says "
         "0,10000000: ~12 GiB of store, written in minutes and removed afterwards)",
     )
+    p.add_argument(
+        "--no-route-probe",
+        dest="route_probe",
+        action="store_false",
+        help="W1 on orbitmq: no route-query latency row (a separate process asks the nameserver for a "
+        "route every 20 ms while the senders run)",
+    )
     p.add_argument("--replication-senders", type=int, default=4, help="W6 sync senders per role (4)")
     p.add_argument(
         "--spark-messages",
@@ -263,6 +271,7 @@ class Bench:
         self.progress = progress
         self.results: list[Measurement] = []
         self.servers: list[ServerHandle] = []
+        self.probe_rows: dict[int, Measurement] = {}  # id(measurement) -> its route-query row
         self.cfg = wl.WorkloadConfig(
             duration=args.duration,
             body_size=args.size,
@@ -337,7 +346,18 @@ class Bench:
             return None
         return driver
 
+    def route_probe(self, driver: Driver, workload: str) -> RouteProbe | None:
+        """W1 on orbitmq: a route-query probe of the driver's nameserver for the case's window."""
+        namesrv = getattr(driver, "namesrv", None)
+        if workload != "W1" or not self.args.route_probe or not isinstance(namesrv, str):
+            return None
+        return RouteProbe(namesrv)
+
     async def run_case(self, driver: Driver, workload: str, case: CaseFn, note: str = "") -> Measurement:
+        probe = self.route_probe(driver, workload)
+        if probe is not None and not await asyncio.to_thread(probe.start):
+            self.say(f"{workload} {driver.system}: the route-query probe did not start")
+            probe = None
         try:
             m = await case(driver, self.cfg, self.progress)
         except DriverUnavailable as exc:
@@ -347,6 +367,12 @@ class Bench:
             why = f"{type(exc).__name__}: {short_note(str(exc), 300)}"
             self.say(f"{workload} {driver.system}: failed ({why})")
             return skipped(workload, driver.system, f"failed: {why}")
+        finally:
+            routes = None if probe is None else await asyncio.to_thread(probe.finish)
+        if routes is not None and routes.count:
+            m.extra["route_query_p50_us"] = routes.p50_us
+            m.extra["route_query_p99_us"] = routes.p99_us
+            self.probe_rows[id(m)] = probe_row(m, routes)
         if note:
             m.note = (m.note + "; " if m.note else "") + note
         self.say(summary_line(m))
@@ -360,7 +386,12 @@ class Bench:
                 for _ in range(repeat):
                     for driver in drivers:
                         runs[driver.system].append(await self.run_case(driver, workload, case, note))
-                self.results += [median_run(found) for found in runs.values()]
+                for m in (median_run(found) for found in runs.values()):
+                    self.results.append(m)
+                    route = self.probe_rows.get(id(m))
+                    if route is not None:  # the route queries of the chosen run, right under it
+                        self.results.append(route)
+                self.probe_rows.clear()
 
     async def run(self, workloads: Sequence[str], peers: Sequence[str]) -> None:
         client = [w for w in workloads if w in CLIENT_WORKLOADS]

@@ -50,12 +50,47 @@ def no_process_uses(path: Path) -> bool:
 def test_w1_against_serve_measures_and_stops_the_server(tmp_path: Path) -> None:
     doc = run_bench(tmp_path, "W1", "--serve", "--driver", "raw", "-d", "1", "--senders", "1")
     results = doc["results"]
-    assert isinstance(results, list) and len(results) == 1
-    r = results[0]
+    assert isinstance(results, list) and len(results) == 2
+    r, route = results
     assert (r["workload"], r["system"], r["skipped"]) == ("W1", "orbitmq-raw", False), r
     assert r["messages"] > 0 and r["errors"] == 0
     assert r["latency"]["p50_us"] > 0
     assert r["server_cores"] is not None and r["client_cores"] is not None
+    # The nameserver's route-query latency while the senders ran, from a probe process (stopped too).
+    assert route["case"] == "1 sender: route query" and route["messages"] > 0, route
+    assert route["latency"]["p50_us"] > 0 and r["extra"]["route_query_p99_us"] == route["latency"]["p99_us"]
+    assert no_process_uses(tmp_path / "work")
+    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline") if b"route_probe" in read_or_empty(p)]
+
+
+def read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_w9_backlog_levels_pull_latency_and_rss(tmp_path: Path) -> None:
+    doc = run_bench(tmp_path, "W9", "--serve", "--topics", "1,2", "--backlog", "0,300", "-d", "0.5")
+    results = doc["results"]
+    assert [r["case"] for r in results] == [
+        "1 topic, backlog 0",
+        "2 topics, backlog 0",
+        "1 topic, backlog 300",
+        "2 topics, backlog 300",
+    ], results
+    for r in results:
+        assert not r["skipped"] and r["errors"] == 0 and r["messages"] > 0, r
+        extra = r["extra"]
+        assert extra["server_rss_mib"] > 0 and extra["server_rss_anon_mib"] > 0
+        assert extra["pull_new_p50_us"] > 0 and extra["pull_old_p99_us"] >= extra["pull_old_p50_us"] > 0
+        # Pulls found messages (the newest ones were just sent; the backlog's were written first).
+        assert extra["pulls_with_messages"] > 0
+        assert extra["first_touch_msgs_per_s"] > 0
+    # The whole backlog was stored (max offsets of the backlog topic's queues, read back from the broker).
+    assert [r["extra"]["backlog_messages"] for r in results] == [0, 0, 300, 300]
+    # Each level's store is removed afterwards, and no server is left running.
+    assert not list((tmp_path / "work" / "W9").glob("backlog-*"))
     assert no_process_uses(tmp_path / "work")
 
 
