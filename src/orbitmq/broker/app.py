@@ -338,7 +338,7 @@ class BrokerApp:
 
     def _topic_created(self, tc: TopicConfig) -> None:
         if self._store is not None and not self.stopping:
-            self.spawn_side_task(self.registration.register_all(timeout=3.0))
+            self.spawn_side_task(self.registration.register_topics([tc], timeout=3.0))
 
     def _connection_closed(self, conn: Connection) -> None:
         self.producers.channel_closed(conn)

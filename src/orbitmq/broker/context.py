@@ -14,7 +14,7 @@ app sets once the store is open.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from orbitmq.broker.long_polling import PullRequestHoldService
     from orbitmq.broker.stats import BrokerStats
     from orbitmq.broker.subscription_groups import SubscriptionGroupManager
-    from orbitmq.broker.topics import TopicConfigManager
+    from orbitmq.broker.topics import TopicConfig, TopicConfigManager
     from orbitmq.broker.transaction.service import TransactionalMessageService
     from orbitmq.common.clock import Clock
     from orbitmq.protocol.command import RemotingCommand
@@ -40,6 +40,10 @@ class Registrar(Protocol):
     """The registration service as admin processors see it (re-register after a config change)."""
 
     async def register_all(self, *, timeout: float | None = None) -> int: ...
+
+    async def register_topics(
+        self, topics: Iterable[TopicConfig], *, timeout: float | None = None
+    ) -> int: ...
 
 
 class ReplicationView(Protocol):

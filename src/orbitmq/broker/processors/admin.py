@@ -59,7 +59,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
         )
         app.topics.update(tc)
         await app.config_durable()
-        await app.registration.register_all()
+        await app.registration.register_topics([tc])
         return success()
 
     async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -1,4 +1,5 @@
-"""RegistrationService: REGISTER_BROKER to every nameserver at start, every 30 s, and on topic creation.
+"""RegistrationService: REGISTER_BROKER to every nameserver at start, every 30 s (every topic), and on
+topic creation (that topic only, as RocketMQ's registerIncrementBrokerData).
 
 The body is RegisterBrokerBody in its plain JSON form: the topic table wrapped with the DataVersion
 (`{"filterServerList":[],"topicConfigSerializeWrapper":{...}}`), with `bodyCrc32` so the nameserver can
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -20,6 +22,7 @@ from orbitmq.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
+    from orbitmq.broker.topics import TopicConfig
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -33,9 +36,9 @@ class RegistrationService:
         self.app = app
         self.last_success: dict[str, int] = {}  # namesrv address -> ms of last successful registration
 
-    def _body(self) -> bytes:
+    def _body(self, topics: Iterable[TopicConfig] | None = None) -> bytes:
         app = self.app
-        wrapper: dict[str, Any] = app.topics.wrapper_dict()
+        wrapper: dict[str, Any] = app.topics.wrapper_dict(topics)
         perm = app.config.broker_permission
         if perm & 6 != 6:
             for tc in wrapper["topicConfigTable"].values():
@@ -56,10 +59,20 @@ class RegistrationService:
 
     async def register_all(self, *, timeout: float | None = None) -> int:
         """Register with every nameserver concurrently; returns how many accepted."""
+        return await self._register(None, timeout)
+
+    async def register_topics(self, topics: Iterable[TopicConfig], *, timeout: float | None = None) -> int:
+        """Register only `topics` (created or changed), with the current data version, as RocketMQ's
+        registerIncrementBrokerData does: a nameserver adds or updates the topics a registration
+        carries and keeps the others, so creating topic N costs one topic's body, not N (the periodic
+        registration still sends them all)."""
+        return await self._register(list(topics), timeout)
+
+    async def _register(self, topics: list[TopicConfig] | None, timeout: float | None) -> int:
         addresses = self.app.config.namesrv_addresses
         if not addresses:
             return 0
-        body = self._body()
+        body = self._body(topics)
         header = self._header(body)
         wait = timeout if timeout is not None else self.app.config.register_broker_timeout_mills / 1000
         results = await asyncio.gather(
