@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from orbitmq.acl.addresses import Matcher, compile_pattern
 from orbitmq.acl.errors import AclError
 from orbitmq.acl.permissions import DENY, parse_perm, parse_resource_perms
@@ -149,6 +147,8 @@ def load_file(path: Path) -> PlainAclConfig:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AclError(f"ACL file {path} does not exist") from None
+    import yaml  # here, not at the top: brokers without aclEnable never read YAML (start-up time)
+
     try:
         obj = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -158,6 +158,8 @@ def load_file(path: Path) -> PlainAclConfig:
 
 def save_file(path: Path, config: PlainAclConfig) -> None:
     """Write the file atomically (temp file + rename), so a reader never sees half of it."""
+    import yaml
+
     text = yaml.safe_dump(config.to_obj(), sort_keys=False, default_flow_style=False, allow_unicode=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as out:

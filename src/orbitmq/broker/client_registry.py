@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from orbitmq.protocol.sql92 import Selector
+if TYPE_CHECKING:  # the SQL92 parser is imported when a SQL92 subscription first arrives
+    from orbitmq.protocol.sql92 import Selector
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from orbitmq.broker.client_registry import Subscription
 from orbitmq.broker.config import BrokerConfig
@@ -21,8 +22,10 @@ from orbitmq.broker.processors.base import BadRequest
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.record_decode import decode_record
 from orbitmq.protocol.codes import ResponseCode
-from orbitmq.protocol.sql92 import Selector, SqlEvalError, SqlParseError, compile_selector
 from orbitmq.store.results import GetMessageResult, GetMessageStatus
+
+if TYPE_CHECKING:
+    from orbitmq.protocol.sql92 import Selector
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -49,6 +52,9 @@ def compile_expression(config: BrokerConfig, expression_type: str, expression: s
         raise BadRequest(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"unknown filter expression type {expression_type!r}"
         )
+    # Imported on the first SQL92 subscription, not at start-up (`orbitmq serve` serves sooner).
+    from orbitmq.protocol.sql92 import SqlParseError
+
     try:
         return _compiled(expression or "", config.filter_expression_max_depth)
     except SqlParseError as exc:
@@ -59,6 +65,8 @@ def compile_expression(config: BrokerConfig, expression_type: str, expression: s
 def _compiled(expression: str, max_depth: int) -> Selector:
     """Selectors are immutable: a pull that carries its subscription (FLAG_SUBSCRIPTION) reuses the
     compiled one instead of parsing again (RocketMQ's SelectorParser keeps a cache of 100)."""
+    from orbitmq.protocol.sql92 import compile_selector
+
     return compile_selector(expression, max_depth=max_depth)
 
 
@@ -77,6 +85,8 @@ def apply_selector(result: GetMessageResult, selector: Selector) -> GetMessageRe
     consumer pulls again right away from the next offset, which the store already moved past them)."""
     if result.status is not GetMessageStatus.FOUND:
         return result
+    from orbitmq.protocol.sql92 import SqlEvalError  # loaded already: `selector` was compiled by it
+
     buffers: list[memoryview] = []
     offsets: list[int] = []
     total = 0
