@@ -6,7 +6,14 @@ import argparse
 
 import pytest
 
-from orbitmq.bench.cli import QUICK_DEFAULTS, build_parser, main, parse_int_list, parse_workloads
+from orbitmq.bench.cli import (
+    QUICK_DEFAULTS,
+    build_parser,
+    main,
+    parse_count_list,
+    parse_int_list,
+    parse_workloads,
+)
 from orbitmq.bench.orbitmq_server import parse_listening
 from orbitmq.bench.peers import parse_peer_list
 from orbitmq.bench.raw_driver import encode_batch_body, parse_route
@@ -36,6 +43,21 @@ def test_int_and_peer_lists() -> None:
     assert parse_peer_list("nats, redis,nats") == ["nats", "redis"]
     assert parse_peer_list("all") == ["nats", "redis"]
     assert parse_peer_list("none") == []
+
+
+def test_w9_backlog_levels_allow_an_empty_store() -> None:
+    assert parse_count_list("0,10000000") == [0, 10_000_000]
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_count_list("-1")
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_count_list("")
+    assert build_parser().parse_args(["W9"]).backlog == [0, 1_000_000]
+    quick = build_parser()
+    quick.set_defaults(**QUICK_DEFAULTS)
+    assert quick.parse_args(["W9"]).backlog == [0, 100_000]
+    # W1's route-query probe is on unless turned off.
+    assert build_parser().parse_args(["W1"]).route_probe is True
+    assert build_parser().parse_args(["W1", "--no-route-probe"]).route_probe is False
 
 
 def test_parser_defaults_match_benchmarks_md() -> None:

@@ -13,7 +13,9 @@ from orbitmq.bench.cpu import (
     cpu_seconds,
     parse_stat_cpu_ticks,
     parse_stat_ppid,
+    parse_status_kib,
     parse_status_rss_kib,
+    rss_split_mib,
 )
 
 # A real /proc/<pid>/stat line shape, with a command name containing spaces and a ')'.
@@ -36,6 +38,14 @@ def test_rss_from_status() -> None:
     text = "Name:\tpython\nVmPeak:\t  100 kB\nVmRSS:\t   51200 kB\nThreads:\t3\n"
     assert parse_status_rss_kib(text) == 51200
     assert parse_status_rss_kib("Name:\tkthreadd\n") is None
+
+
+def test_rss_split_into_anonymous_and_mapped_files() -> None:
+    text = "VmRSS:\t   3072 kB\nRssAnon:\t    1024 kB\nRssFile:\t    2048 kB\nRssShmem:\t 0 kB\n"
+    assert (parse_status_kib(text, "RssAnon"), parse_status_kib(text, "RssFile")) == (1024, 2048)
+    assert parse_status_kib(text, "RssShmemX") is None
+    split = rss_split_mib(os.getpid())
+    assert split is not None and split[0] > 0  # this process has anonymous memory
 
 
 def test_cores_used() -> None:
