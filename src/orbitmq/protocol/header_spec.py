@@ -155,17 +155,42 @@ def _compile(cls: type[Header], which: str) -> tuple[Callable[..., Any], Callabl
     return namespace["to_ext"], namespace["from_ext"], tuple(keys)
 
 
+_SUFFIX = {"key": "", "v2": "_v2"}
+
+
+def _install(cls: Any, which: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Compile `cls`'s codec pair for `which` keys and put it on the class in place of the stubs."""
+    to_ext, from_ext, _ = _compile(cls, which)
+    suffix = _SUFFIX[which]
+    setattr(cls, "to_ext" + suffix, to_ext)
+    setattr(cls, "from_ext" + suffix, classmethod(from_ext))
+    return to_ext, from_ext
+
+
+def _lazy_codecs(which: str) -> tuple[Callable[..., Any], classmethod[Any, Any, Any]]:
+    """Stubs that compile the real codecs on first use (then the class holds those): `orbitmq serve`
+    defines ~60 header classes at start-up and uses a handful before it serves."""
+
+    def to_ext(self: Any) -> dict[str, str]:
+        encode = _install(type(self), which)[0]
+        result: dict[str, str] = encode(self)
+        return result
+
+    def from_ext(cls: Any, ext: Mapping[str, str]) -> Any:
+        return _install(cls, which)[1](cls, ext)
+
+    return to_ext, classmethod(from_ext)
+
+
 @dataclass_transform(field_specifiers=(S, I, L, B))
 def header(cls: H) -> H:
-    """Make a `Header` subclass a slotted dataclass with compiled ext-field codecs."""
+    """Make a `Header` subclass a slotted dataclass with compiled ext-field codecs (compiled on first
+    use; the ext keys are known at once)."""
     dc: Any = dataclasses.dataclass(slots=True)(cls)
-    to_ext, from_ext, keys = _compile(dc, "key")
-    dc.to_ext = to_ext
-    dc.from_ext = classmethod(from_ext)
-    dc.EXT_KEYS = keys
-    if any(f.metadata.get("v2") for f in dataclasses.fields(dc)):
-        to_ext_v2, from_ext_v2, keys_v2 = _compile(dc, "v2")
-        dc.to_ext_v2 = to_ext_v2
-        dc.from_ext_v2 = classmethod(from_ext_v2)
-        dc.EXT_KEYS_V2 = keys_v2
+    fields = dataclasses.fields(dc)
+    dc.to_ext, dc.from_ext = _lazy_codecs("key")
+    dc.EXT_KEYS = tuple(f.metadata["key"] for f in fields)
+    if any(f.metadata.get("v2") for f in fields):
+        dc.to_ext_v2, dc.from_ext_v2 = _lazy_codecs("v2")
+        dc.EXT_KEYS_V2 = tuple(f.metadata.get("v2") or f.metadata["key"] for f in fields)
     return dc  # type: ignore[no-any-return]

@@ -254,3 +254,22 @@ def test_send_response_with_region_and_trace() -> None:
 def test_unknown_ext_keys_ignored() -> None:
     ext = {"consumerGroup": "G", "AccessKey": "ak", "Signature": "sig"}
     assert h.GetConsumerListByGroupRequestHeader.from_ext(ext).consumer_group == "G"
+
+
+def test_codecs_are_compiled_on_first_use_and_then_replace_the_stubs() -> None:
+    from orbitmq.protocol.header_spec import I, S, header
+
+    @header
+    class Probe(h.Header):
+        topic: str = S("topic", v2="b")
+        queue_id: int = I("queueId", v2="e")
+
+    # The keys are known before any codec is compiled (start-up never compiles an unused header).
+    assert (Probe.EXT_KEYS, Probe.EXT_KEYS_V2) == (("topic", "queueId"), ("b", "e"))
+    stub = Probe.__dict__["from_ext"]
+    with pytest.raises(HeaderError, match="queueId"):  # the first call compiles and validates
+        Probe.from_ext({"topic": "T"})
+    assert Probe.__dict__["from_ext"] is not stub  # the compiled codec now sits on the class
+    assert Probe.from_ext({"topic": "T", "queueId": "3"}) == Probe("T", 3)
+    assert Probe("T", 3).to_ext() == {"topic": "T", "queueId": "3"}
+    assert Probe.from_ext_v2(Probe("U", 4).to_ext_v2()) == Probe("U", 4)
