@@ -11,15 +11,23 @@ rows/s for:
                       data source into the noop sink: the most a Python source can deliver here
   batch read          spark.read.format("orbitmq") ... into noop (first run, then warm)
   availableNow        spark.readStream.format("orbitmq") ... trigger(availableNow) into noop
-  arrow writer ceiling  the same N rows into a trivial Python Arrow sink that only counts them
+  first write         the session's first orbitmq write (20k rows at most): Spark's Python data-source
+                      workers importing the connector, routes looked up; reported, not compared
+  arrow writer ceiling  the same N rows (same cached frame, columns and partitions) into a Python
+                      Arrow sink that only drains them: a write's ceiling is everything but the sending
   batch write         N rows of `size`-byte bodies through df.write.format("orbitmq"), body only and
-                      with every optional column (sharding_key, tags, keys, properties)
+                      with every optional column (sharding_key, tags, keys, properties); both kinds
+                      of write and their ceilings are warmed up once before they are measured
   stream latency      a processingTime 1 s query over a topic a live producer feeds at --rate msgs/s:
                       rows/s and the born timestamp -> sink delay p50/p99 (ms)
 
 Each row's note has the run-queue wait of this process tree (the JVM, its Python workers and the
 broker) during the phase, from /proc/PID/schedstat: the box is shared, so a low ratio with a high wait
-says "starved", not "slow".
+says "starved", not "slow". It also has the CPU per row of the Spark side (JVM, Python workers, this
+driver) and of the broker, and the cores each used. A write's note ends with its CPU-bound limit: the
+ceiling's CPU per row over the write's Spark + broker CPU per row, the ratio a write could reach if the
+cores the ceiling used were the only limit (the broker runs on the same cores; on a separate machine
+it would not count).
 """
 
 from __future__ import annotations
