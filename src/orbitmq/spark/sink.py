@@ -1,7 +1,8 @@
 """The `orbitmq` Spark sink: rows to messages, sent as SEND_BATCH_MESSAGE from Arrow batches.
 
 Rows become batch-wire-format entries a column at a time (numpy + Arrow compute, one copy of the
-bodies), all optional columns included; each row's queue is computed for the whole Arrow batch (the
+bodies: a strided fill when every piece of a row has one width for the batch, else Arrow's element-wise
+join), all optional columns included; each row's queue is computed for the whole Arrow batch (the
 Java hash once per distinct sharding key), and the entries are reordered (stably) so that each queue's
 rows are one contiguous run sent as slices of one buffer. Only a batch with a null body takes the
 row-by-row path (it names the row). Up to `sendConcurrency` batch sends are in flight per task; the
