@@ -502,13 +502,16 @@ def _fill_entries(pieces: list[np.ndarray | pa.Array]) -> pa.Array | None:
     width = sum(c.shape[1] for c in columns)
     if width * n >= 2**31:  # a binary array's offsets are int32
         return None
-    out = np.empty((n, width), dtype=np.uint8)
+    # From Arrow's pool, which keeps freed pages: the buffer lives until its last batch is sent, and
+    # a fresh mmap per Arrow batch (numpy's allocation of this size) pays a page fault per 4 KiB.
+    data = pa.allocate_buffer(width * n)
+    out = np.frombuffer(data, dtype=np.uint8).reshape(n, width)
     at = 0
     for column in columns:
         out[:, at : at + column.shape[1]] = column
         at += column.shape[1]
     offsets = np.arange(0, width * n + 1, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(out)])
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), data])
 
 
 def _entries(batch: pa.RecordBatch, prefix: bytes, first_row: int) -> pa.Array:
