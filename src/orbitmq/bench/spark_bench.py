@@ -28,7 +28,8 @@ says "starved", not "slow". It also has the CPU per row of the Spark side (JVM, 
 driver) and of the broker, and the cores each used. A write's note ends with its CPU-bound limit: the
 ceiling's CPU per row over the write's Spark + broker CPU per row, the ratio a write could reach if the
 cores the ceiling used were the only limit (the broker runs on the same cores; on a separate machine
-it would not count).
+it would not count), and the share of the write the broker ran or waited for a CPU (all its threads;
+near 1: it never idled waiting for the sink, so the write is broker-bound).
 """
 
 from __future__ import annotations
@@ -187,6 +188,7 @@ class TreeWait:
         self.broker_pid = broker_pid
         self.before: dict[int, tuple[float, float]] = {}
         self.last = (0.0, 0.0)  # the last note's CPU per row (us): Spark side, broker
+        self.broker_occupied = 0.0  # share of the last phase the broker ran or waited for a CPU
 
     def _sample(self) -> dict[int, tuple[float, float]]:
         pids = [os.getpid(), *descendants(os.getpid())]
@@ -205,6 +207,7 @@ class TreeWait:
         said = f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
         broker_cpu = cpu.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
         spark_cpu = sum(cpu.values()) - broker_cpu
+        self.broker_occupied = (broker + broker_cpu) / wall
         if rows:
             self.last = (spark_cpu / rows * 1e6, broker_cpu / rows * 1e6)
             said += (
@@ -441,9 +444,11 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             measure(name, write, label)
             spark_us, broker_us = wait.last
             if spark_us + broker_us > 0:
+                # Near 1: the broker never waited for the sink (it ran or queued for a CPU all along).
                 bound = ceiling_spark / (spark_us + broker_us)
+                occupied = f"broker ran or queued {wait.broker_occupied:.2f} of the time"
                 row = results[-1]
-                results[-1] = (row[0], row[1], f"{row[2]}; cpu-bound limit {bound:.2f}x")
+                results[-1] = (row[0], row[1], f"{row[2]}; cpu-bound limit {bound:.2f}x; {occupied}")
 
         for _ in range(args.rounds):
             write_pair(WRITE_CEILING, body_only, "batch write (Arrow writer, acked)",
