@@ -124,7 +124,8 @@ def test_topic_column_spreads_rows_over_two_topics(spark: Any, cluster: Cluster)
 def test_task_sends_every_batch_in_order_and_reports_a_failing_source(cluster: Cluster) -> None:
     """The task pulls Spark's batches on a feeder thread and sends each queue's runs in row order
     (no reordering copy for long runs): every row arrives on the queue of its spread turn, in row order
-    with its row-numbered id; an error raised by the batch iterator fails the task."""
+    with its row-numbered id; an error raised by the batch iterator fails the task. The bodies have
+    one width, so the entries take the column-by-column fill (the other tests' bodies vary: the join)."""
     import pyarrow as pa
 
     from orbitmq.message.model import MessageQueue
@@ -137,7 +138,7 @@ def test_task_sends_every_batch_in_order_and_reports_a_failing_source(cluster: C
     def batches(fail: bool) -> Iterator[pa.RecordBatch]:
         for b in range(6):
             yield pa.RecordBatch.from_arrays(
-                [pa.array([f"{b * 200 + i}".encode() for i in range(200)])], ["body"]
+                [pa.array([f"{b * 200 + i:04d}".encode() for i in range(200)])], ["body"]
             )
         if fail:
             raise OSError("the JVM went away")
@@ -157,5 +158,5 @@ def test_task_sends_every_batch_in_order_and_reports_a_failing_source(cluster: C
                          32, 3000, 1, True)  # fmt: skip
         rows = pa.Table.from_batches(list(read_range(spec))).to_pylist()
         mine = [r for r in range(1200) if (r // 50) % 2 == q]
-        assert [bytes(r["body"]).decode() for r in rows] == [str(r) for r in mine]
+        assert [bytes(r["body"]).decode() for r in rows] == [f"{r:04d}" for r in mine]
         assert [r["msg_id"] for r in rows] == [message_id(prefix, r) for r in mine]

@@ -11,15 +11,25 @@ rows/s for:
                       data source into the noop sink: the most a Python source can deliver here
   batch read          spark.read.format("orbitmq") ... into noop (first run, then warm)
   availableNow        spark.readStream.format("orbitmq") ... trigger(availableNow) into noop
-  arrow writer ceiling  the same N rows into a trivial Python Arrow sink that only counts them
+  first write         the session's first orbitmq writes (~20k rows, body only, then all columns, the
+                      same partitions): Spark's Python workers importing the connector, routes
+                      looked up, code paths warmed; reported, not compared
+  arrow writer ceiling  the same N rows (same cached frame, columns and partitions) into a Python
+                      Arrow sink that only drains them: a write's ceiling is everything but the sending
   batch write         N rows of `size`-byte bodies through df.write.format("orbitmq"), body only and
-                      with every optional column (sharding_key, tags, keys, properties)
+                      with every optional column (sharding_key, tags, keys, properties); both kinds
+                      of write and their ceilings are warmed up once before they are measured
   stream latency      a processingTime 1 s query over a topic a live producer feeds at --rate msgs/s:
                       rows/s and the born timestamp -> sink delay p50/p99 (ms)
 
 Each row's note has the run-queue wait of this process tree (the JVM, its Python workers and the
 broker) during the phase, from /proc/PID/schedstat: the box is shared, so a low ratio with a high wait
-says "starved", not "slow".
+says "starved", not "slow". It also has the CPU per row of the Spark side (JVM, Python workers, this
+driver) and of the broker, and the cores each used. A write's note ends with its CPU-bound limit: the
+ceiling's CPU per row over the write's Spark + broker CPU per row, the ratio a write could reach if the
+cores the ceiling used were the only limit (the broker runs on the same cores; on a separate machine
+it would not count), and the share of the write the broker ran or waited for a CPU (all its threads;
+near 1: it never idled waiting for the sink, so the write is broker-bound).
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from orbitmq.bench.cpu import descendants
+from orbitmq.bench.cpu import cpu_seconds, descendants
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.model import MessageQueue
 from orbitmq.message.record_layout import encode_record
@@ -169,26 +179,42 @@ class CountingWriter(DataSourceArrowWriter):
 
 
 class TreeWait:
-    """Run-queue wait (s) of this process and its descendants between `start()` and `note(wall)`;
-    a process's threads are all counted (schedstat of the whole process is the sum of its threads)."""
+    """Run-queue wait (s) and CPU (s) of this process and its descendants between `start()` and
+    `note(wall)`; a process's threads are all counted (schedstat of the whole process is the sum of
+    its threads). The CPU is split into the broker's and the rest (the JVM, its Python workers, this
+    driver): per row, it says which side a write is bound by on a box whose cores they share."""
 
     def __init__(self, broker_pid: int | None = None) -> None:
         self.broker_pid = broker_pid
-        self.before: dict[int, float] = {}
+        self.before: dict[int, tuple[float, float]] = {}
+        self.last = (0.0, 0.0)  # the last note's CPU per row (us): Spark side, broker
+        self.broker_occupied = 0.0  # share of the last phase the broker ran or waited for a CPU
 
-    def _sample(self) -> dict[int, float]:
+    def _sample(self) -> dict[int, tuple[float, float]]:
         pids = [os.getpid(), *descendants(os.getpid())]
-        return {pid: _process_wait(pid) for pid in pids}
+        return {pid: (_process_wait(pid), cpu_seconds(pid) or 0.0) for pid in pids}
 
     def start(self) -> None:
         self.before = self._sample()
 
-    def note(self, wall: float) -> str:
+    def note(self, wall: float, rows: int = 0) -> str:
         after = self._sample()
-        waits = {pid: w - self.before.get(pid, 0.0) for pid, w in after.items()}
+        zero = (0.0, 0.0)
+        waits = {pid: w - self.before.get(pid, zero)[0] for pid, (w, _) in after.items()}
+        cpu = {pid: c - self.before.get(pid, zero)[1] for pid, (_, c) in after.items()}
         total = sum(waits.values())
         broker = waits.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
-        return f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
+        said = f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
+        broker_cpu = cpu.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
+        spark_cpu = sum(cpu.values()) - broker_cpu
+        self.broker_occupied = (broker + broker_cpu) / wall
+        if rows:
+            self.last = (spark_cpu / rows * 1e6, broker_cpu / rows * 1e6)
+            said += (
+                f"; cpu/row spark {spark_cpu / rows * 1e6:.1f} us, broker {broker_cpu / rows * 1e6:.1f} us"
+                f"; cores spark {spark_cpu / wall:.2f}, broker {broker_cpu / wall:.2f}"
+            )
+        return said
 
 
 def _process_wait(pid: int) -> float:
@@ -228,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "with pullBatchSize=N (default: RocketMQ's 32 messages / 256 KiB)",
     )
     parser.add_argument("--rounds", type=int, default=2, help="interleaved ceiling/connector rounds")
+    parser.add_argument("--skip-reads", action="store_true", help="only the write rows (and latency)")
     parser.add_argument("--rate", type=int, default=2000, help="live producer msgs/s for the latency row")
     parser.add_argument(
         "--latency-seconds", type=float, default=20.0, help="measured span of the latency row (0: skip)"
@@ -259,11 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 READ_CEILING = "arrow ceiling (Spark, pre-built batches -> noop)"
 WRITE_CEILING = "arrow writer ceiling (Spark -> counting Arrow sink)"
 WRITE_ALL_CEILING = "arrow writer ceiling, all columns"
+FIRST_WRITE = "first orbitmq write of the session (~20k rows)"
 
 
 def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
     """The mean of the warm rows of the ceiling that `name` is compared with (0: none applies)."""
-    if name.startswith(("stream latency", "produce")):
+    if name.startswith(("stream latency", "produce", "first orbitmq write")):
         return 0.0
     if name.startswith(("batch write, all columns", "arrow writer ceiling, all")):
         wanted = WRITE_ALL_CEILING
@@ -289,7 +317,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
     with start_serve(workdir, **broker_conf) as server:
         read_options["namesrv"] = server.address
         access = BrokerAccess([server.address], timeout_s=30)
-        topics = ("bench", "bench_out", "bench_all", "bench_live")
+        topics = ("bench", "bench_out", "bench_all", "bench_live", "bench_warm")
         for topic in topics:
             access.run(access.api.create_topic(server.broker_addr, topic, read_queue_nums=args.queues,
                                                write_queue_nums=args.queues))  # fmt: skip
@@ -302,16 +330,17 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             started = time.perf_counter()
             said = action()  # an action may return a note of its own
             seconds = time.perf_counter() - started
-            notes = (note, said if isinstance(said, str) else "", wait.note(seconds))
+            notes = (note, said if isinstance(said, str) else "", wait.note(seconds, rows))
             results.append((name, rows / seconds, "; ".join(x for x in notes if x)))
             return seconds
 
-        wait.start()
-        started = time.perf_counter()
-        produce(access, server.broker_addr, "bench", queues=args.queues, total=n, size=size)
-        measure("produce (raw batch sends, setup)", lambda: None, rows=0)
-        results[-1] = ("produce (raw batch sends, setup)", n / (time.perf_counter() - started), "")
-        measure("consume (raw: pull + Arrow decode, no Spark)", lambda: raw_consume(read_options, n))
+        # The broker's own batch-send rate (one process, no Spark): what a write could reach at most.
+        measure(
+            "produce (raw batch sends, setup)",
+            lambda: produce(access, server.broker_addr, "bench", queues=args.queues, total=n, size=size),
+        )
+        if not args.skip_reads:
+            measure("consume (raw: pull + Arrow decode, no Spark)", lambda: raw_consume(read_options, n))
 
         from pyspark.sql import SparkSession
 
@@ -357,9 +386,10 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             return f"engine {n / busy:,.0f}/s over {len(progress)} micro-batch(es)"
 
         # Read rows, the ceiling measured right before and after them (A/B interleaved, same minute).
-        measure("batch read -> noop", batch_read, "first query of the session")
-        measure(READ_CEILING, ceiling, "warm-up run")
-        for _ in range(args.rounds):
+        if not args.skip_reads:
+            measure("batch read -> noop", batch_read, "first query of the session")
+            measure(READ_CEILING, ceiling, "warm-up run")
+        for _ in range(0 if args.skip_reads else args.rounds):
             measure(READ_CEILING, ceiling, "warm")
             measure("batch read -> noop", batch_read, "warm")
             measure("availableNow stream -> noop", available_now, "wall incl. query start")
@@ -370,14 +400,15 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
         )  # fmt: skip
         frame = frame.cache()
         frame.count()
-        body_only = frame.select("body")
-        all_columns = frame.selectExpr(
+        every_column = (
             "body",
             "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
             "'TagA' AS tags",
             "concat('k', CAST(id AS STRING)) AS keys",
             "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
         )
+        body_only = frame.select("body")
+        all_columns = frame.selectExpr(*every_column)
 
         def writer(df: Any, topic: str) -> Any:
             return lambda: (
@@ -391,12 +422,39 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
         def sink_ceiling(df: Any) -> Any:
             return lambda: df.write.format("arrow_sink_ceiling").mode("append").save()
 
-        sink_ceiling(body_only)()  # warm-up
+        # The first write of each kind pays one-off costs (the orbitmq modules imported into Spark's
+        # Python workers, routes looked up, the sink's planning/commit workers started): shown as rows
+        # of their own, then every measured write is warm, like its ceiling.
+        # The warm-up writes keep the measured writes' partitions (a `limit` runs one task: the other
+        # Python worker would start up inside the first measured write).
+        sink_ceiling(body_only)()
+        sink_ceiling(all_columns)()
+        sample = frame.sample(fraction=min(1.0, 20_000 / n), seed=1) if n > 20_000 else frame
+        sampled = sample.count()
+        for label, columns in (("body only", ("body",)), ("all columns", every_column)):
+            start_up = writer(sample.selectExpr(*columns), "bench_warm")
+            measure(FIRST_WRITE, start_up, f"start-up, {label}", rows=sampled)
+
+        def write_pair(ceiling_name: str, ceiling_df: Any, name: str, write: Any, label: str) -> None:
+            """The ceiling, then the write with the same columns; the write's note says what ratio the
+            CPU alone allows: the ceiling's Spark CPU per row over the write's Spark + broker CPU per
+            row (they share this box's cores; the broker's is what the ceiling does not do)."""
+            measure(ceiling_name, sink_ceiling(ceiling_df), "warm")
+            ceiling_spark = wait.last[0]
+            measure(name, write, label)
+            spark_us, broker_us = wait.last
+            if spark_us + broker_us > 0:
+                # Near 1: the broker never waited for the sink (it ran or queued for a CPU all along).
+                bound = ceiling_spark / (spark_us + broker_us)
+                occupied = f"broker ran or queued {wait.broker_occupied:.2f} of the time"
+                row = results[-1]
+                results[-1] = (row[0], row[1], f"{row[2]}; cpu-bound limit {bound:.2f}x; {occupied}")
+
         for _ in range(args.rounds):
-            measure(WRITE_CEILING, sink_ceiling(body_only), "warm")
-            measure("batch write (Arrow writer, acked)", writer(body_only, "bench_out"), "body only")
-            measure(WRITE_ALL_CEILING, sink_ceiling(all_columns), "warm")
-            measure("batch write, all columns (acked)", writer(all_columns, "bench_all"), "all columns")
+            write_pair(WRITE_CEILING, body_only, "batch write (Arrow writer, acked)",
+                       writer(body_only, "bench_out"), "body only")  # fmt: skip
+            write_pair(WRITE_ALL_CEILING, all_columns, "batch write, all columns (acked)",
+                       writer(all_columns, "bench_all"), "all columns")  # fmt: skip
         for topic in ("bench_out", "bench_all"):
             stored = sum(
                 access.run(access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q)))

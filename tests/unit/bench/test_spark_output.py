@@ -30,6 +30,7 @@ arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  war
 batch read -> noop                                       150,000       0.30  first query of the session
 batch read -> noop                                       420,000       0.84  warm
 availableNow stream -> noop                              300,000       0.60  wall; engine 450,000/s
+first orbitmq write of the session (~20k rows)          1,558          -  start-up; runq wait 1.79 s/s (broker 0.05); cpu/row spark 292.0 us, broker 9.0 us; cores spark 0.45, broker 0.01
 arrow writer ceiling (Spark -> counting Arrow sink)      400,000       1.00  warm
 batch write (Arrow writer, acked)                        350,500       0.88  body only; runq wait 0.31 s/s (broker 0.10)
 batch read -> noop                                       430,000       0.86  warm
@@ -47,6 +48,7 @@ def test_rows_are_parsed_and_chatter_ignored() -> None:
         "batch read -> noop",
         "batch read -> noop",
         "availableNow stream -> noop",
+        "first orbitmq write of the session (~20k rows)",
         "arrow writer ceiling (Spark -> counting Arrow sink)",
         "batch write (Arrow writer, acked)",
         "batch read -> noop",
@@ -61,7 +63,7 @@ def test_rows_are_parsed_and_chatter_ignored() -> None:
 def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
     results = to_measurements(parse_spark_table(OUTPUT), 200_000, 1024)
     by_case = {m.case: m for m in results}
-    assert len(by_case) == len(results) == 11  # every row its own case in the table, rounds numbered
+    assert len(by_case) == len(results) == 12  # every row its own case in the table, rounds numbered
     warm = by_case["batch read -> noop (warm)"]
     assert warm.msgs_per_s == pytest.approx(420_000)
     assert warm.extra["ceiling_ratio"] == pytest.approx(0.84)
@@ -77,6 +79,9 @@ def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
     assert (live.latency.p50_us, live.latency.p99_us, live.latency.count) == (812_000, 1_404_000, 30_012)
     assert "ceiling_ratio" not in live.extra and live.msgs_per_s == pytest.approx(2_001)
     assert "ceiling_ratio" not in by_case["produce (raw batch sends, setup)"].extra  # printed "-"
+    # The session's first write (start-up costs) is its own row, compared with nothing.
+    first = by_case["first orbitmq write of the session (~20k rows) (start-up)"]
+    assert "ceiling_ratio" not in first.extra and "cpu/row spark 292.0 us" in first.note
 
 
 def test_a_changed_header_or_no_ceiling_still_parses() -> None:

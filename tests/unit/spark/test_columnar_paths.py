@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from orbitmq.message.hashing import java_string_hash
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.message.record_layout import encode_record
 from orbitmq.spark.arrow_records import decode_batch, record_positions
-from orbitmq.spark.sink import _entries, _queue_plan, id_prefix, message_id
+from orbitmq.spark.sink import _entries, _fill_entries, _property, _queue_plan, id_prefix, message_id
 
 
 def _record(i: int, body: bytes, topic: bytes, properties: bytes) -> bytes:
@@ -37,15 +38,33 @@ def test_spans_of_every_length_and_bad_utf8() -> None:
     assert rows[3]["properties"] == [("k", b"\xe2\x82".decode("utf-8", "replace"))]
 
 
-def test_sink_entries_equal_the_row_encoding() -> None:
+def _simple_rows(body: list[bytes], tags: list[str | None], keys: list[str | None]) -> pa.RecordBatch:
+    columns = {"body": pa.array(body, pa.binary()), "tags": pa.array(tags, pa.string())}
+    return pa.RecordBatch.from_pydict({**columns, "keys": pa.array(keys, pa.string())})
+
+
+# Varying widths take Arrow's join; one width per piece (fixed-size bodies, the same tag, the same key
+# length) takes the column-by-column fill, also over a slice of a larger batch (an Arrow offset).
+@pytest.mark.parametrize(
+    ("batch", "filled"),
+    [
+        (_simple_rows([b"one", b"", b"x" * 2000], ["TagA", None, ""], [None, "k1 k2", "k3"]), False),
+        (
+            _simple_rows([bytes([i]) * 700 for i in range(5)], ["TagA"] * 5, ["k1", "k2", "k3", "k4", "k5"]),
+            True,
+        ),
+        (_simple_rows([b"ab", b"cd", b"efg", b"hi", b"jk"], ["T"] * 5, ["k"] * 5).slice(3, 2), True),
+        (pa.RecordBatch.from_pydict({"body": pa.array([b"z" * 64] * 3, pa.binary())}), True),
+    ],
+)
+def test_sink_entries_equal_the_row_encoding(batch: pa.RecordBatch, filled: bool) -> None:
     prefix = id_prefix("write", 3)
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "body": pa.array([b"one", b"", "x" * 2000], pa.binary()),
-            "tags": pa.array(["TagA", None, ""], pa.string()),
-            "keys": pa.array([None, "k1 k2", "k3"], pa.string()),
-        }
-    )
+    if "tags" not in batch.schema.names:
+        batch = batch.append_column("tags", pa.nulls(batch.num_rows, pa.string()))
+        batch = batch.append_column("keys", pa.nulls(batch.num_rows, pa.string()))
+    tags = batch.column("tags")
+    pieces = [np.zeros((batch.num_rows, 20), np.uint8), batch.column("body"), _property("TAGS", tags)]
+    assert (_fill_entries(pieces) is not None) == filled
     entries = _entries(batch, prefix, 40)
     expected = []
     for i, (body, tags, keys) in enumerate(zip(*batch.to_pydict().values(), strict=True)):
