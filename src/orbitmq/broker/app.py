@@ -327,7 +327,7 @@ class BrokerApp:
     # ---------------------------------------------------------------------------------- callbacks
     def _message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
         hold = self.hold
-        if hold is not None:
+        if hold is not None and hold.table:  # per put: nothing to look up while no pull is held
             hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def _wake_held_pull(self, held: Any) -> None:

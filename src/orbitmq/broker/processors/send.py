@@ -13,9 +13,10 @@ import asyncio
 import collections
 import random
 import threading
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.processors.base import BadRequest, Fields, error, guarded, success
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
@@ -40,12 +41,13 @@ from orbitmq.message.sysflag import (
     TRANSACTION_NOT_TYPE,
     transaction_type,
 )
-from orbitmq.message.validation import TOPIC_MAX_LENGTH
+from orbitmq.message.validation import TOPIC_MAX_LENGTH, valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.store.batch_append import scan_batch
-from orbitmq.store.results import PutMessageResult
+from orbitmq.store.config import SYNC_FLUSH
+from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
 
@@ -188,7 +190,8 @@ def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
         and LONG_MIN <= born_timestamp <= LONG_MAX
     ):
         return None
-    batch = batch_text is not None and parse_boolean(batch_text)  # C++ clients write "0"/"1"
+    # C++ clients write "0"/"1"; the usual "false" skips the call
+    batch = batch_text is not None and batch_text != "false" and parse_boolean(batch_text)
     return (
         producer_group,
         topic,
@@ -252,7 +255,9 @@ _STORED_CODES = {
 def register(server: RemotingServer, app: BrokerContext) -> None:
     processor = SendProcessor(app)
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        server.register(code, guarded(processor.process_send))
+        # Not `guarded`: process_send answers its own BadRequests, and without a coroutine when the
+        # store needs no wait (the dispatcher sends a returned RemotingCommand at once).
+        server.register(code, processor.process_send)
     server.register(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(processor.process_send_back))
 
 
@@ -269,7 +274,18 @@ class SendProcessor:
         self._flush_timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------------------------- send
-    async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    def process_send(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The answer, or an awaitable of it when the sender waits for a flush or a slave."""
+        try:
+            return self._send(conn, request)
+        except BadRequest as bad:
+            return error(bad.code, bad.remark)
+
+    def _send(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         app = self.app
         ext = request.ext_fields
         # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
@@ -293,7 +309,7 @@ class SendProcessor:
         ) = header
         if app.stopping:
             raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
-        if app.config.is_slave:
+        if app.config.broker_role == "SLAVE":  # (config.is_slave, without a Python property call)
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
@@ -369,7 +385,7 @@ class SendProcessor:
                         uniq_key=_property(stored, P.UNIQ_KEY),
                     )
                 )
-                return await self.respond(result, wait, queue_id, topic)
+                return self.respond(result, wait, queue_id, topic)
             props = decode_properties(properties_text)
             wait = props.pop(P.WAIT, "true") != "false"
             props[P.CLUSTER] = cluster
@@ -403,7 +419,7 @@ class SendProcessor:
                 reconsume_times=reconsume_times,
             )
             result = app.store.put_message(msg)
-        return await self.respond(result, wait, queue_id, topic)
+        return self.respond(result, wait, queue_id, topic)
 
     def _check_topic(
         self,
@@ -417,12 +433,13 @@ class SendProcessor:
         producer_group: str,
     ) -> TopicConfig:
         app = self.app
-        if not is_writeable(app.config.broker_permission):
+        # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
+        if not app.config.broker_permission & PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{app.config.broker_ip1}] sending message is forbidden",
             )
-        reason = validate_topic_name(topic)
+        reason = None if topic in valid_topics else validate_topic_name(topic)
         if reason is not None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in NOT_ALLOWED_SEND_TOPICS:
@@ -437,7 +454,7 @@ class SendProcessor:
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please! {TOPIC_NOT_EXIST_HELP}",
                 )
-        if not is_writeable(tc.perm):
+        if not tc.perm & PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the topic[{topic}] sending message is forbidden",
@@ -495,25 +512,43 @@ class SendProcessor:
         props[P.REAL_QID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1
 
-    async def respond(
+    def respond(
         self, result: PutMessageResult, wait: bool, queue_id: int, topic: str
-    ) -> RemotingCommand:
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The send's answer for a put `result`: at once, or (SYNC_FLUSH, SYNC_MASTER and a sender that
+        waits) an awaitable of it that resolves after the flush / the slave."""
         app = self.app
-        status = result.status.name
-        stored_code = _STORED_CODES.get(status)
-        if stored_code is None:
-            err_code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status))
-            raise BadRequest(err_code, remark)
+        status = result.status
+        code: int = ResponseCode.SUCCESS
+        if status is not PutMessageStatus.PUT_OK:  # (an enum's .name is a Python property: only here)
+            stored_code = _STORED_CODES.get(status.name)
+            if stored_code is None:
+                err_code, remark = _PUT_ERRORS.get(status.name, (ResponseCode.SYSTEM_ERROR, status.name))
+                raise BadRequest(err_code, remark)
+            code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         app.stats.put(topic, result.msg_num, result.wrote_bytes)
-        code: int = stored_code
-        if code == ResponseCode.SUCCESS and wait and app.store.config.sync_flush:
+        if (
+            code == ResponseCode.SUCCESS
+            and wait
+            and (app.store.config.flush_disk_type == SYNC_FLUSH or app.config.broker_role == "SYNC_MASTER")
+        ):
+            return self._respond_after_wait(result, queue_id)
+        return self._response(code, result, queue_id)
+
+    async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        app = self.app
+        code: int = ResponseCode.SUCCESS
+        if app.store.config.sync_flush:
             flushed = await self.wait_flush(result.end_offset)
             if not flushed:
                 code = ResponseCode.FLUSH_DISK_TIMEOUT
-        if code == ResponseCode.SUCCESS and wait and app.config.broker_role == "SYNC_MASTER":
+        if code == ResponseCode.SUCCESS and app.config.broker_role == "SYNC_MASTER":
             code = await app.replication.wait_replicated(result.end_offset)
-        config = app.config
+        return self._response(code, result, queue_id)
+
+    def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        config = self.app.config
         # Built directly (not through success()): the ext dict is new, so it needs no defensive copy.
         return RemotingCommand(
             code,
@@ -640,7 +675,8 @@ class SendProcessor:
         result = app.store.put_message(store_msg)
         if len(app.topics.table) != topics_before:
             await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
-        response = await self.respond(result, True, queue_id, topic)
+        answer = self.respond(result, True, queue_id, topic)
+        response = answer if isinstance(answer, RemotingCommand) else await answer
         return RemotingCommand.response(response.code, response.remark)
 
 
