@@ -31,6 +31,7 @@ from types import ModuleType
 COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.protocol.frames",
     "orbitmq.protocol.command",
+    "orbitmq.protocol.name_guard",
     "orbitmq.message.record_layout",
     "orbitmq.message.record",
     "orbitmq.message.record_decode",
@@ -46,6 +47,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",
     "orbitmq.store.batch_append",
+    "orbitmq.store.message_store",
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",

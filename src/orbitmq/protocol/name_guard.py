@@ -78,6 +78,5 @@ def guard_names(processor: GuardedProcessor[C]) -> GuardedProcessor[C]:
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, problem)
         return processor(conn, request)
 
-    run.__name__ = getattr(processor, "__name__", "processor")
-    run.__doc__ = processor.__doc__
+    # (no __name__/__doc__ copied: compiled by mypyc, `run` is a native callable without them)
     return run

@@ -444,7 +444,7 @@ class SendProcessor:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in NOT_ALLOWED_SEND_TOPICS:
             raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
-        tc = app.topics.select(topic)
+        tc = app.topics.table.get(topic)  # (TopicConfigManager.select, without its call)
         if tc is None:
             tc = app.topics.create_in_send(topic, default_topic, default_queue_nums, 0)
             if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
