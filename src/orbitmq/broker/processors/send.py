@@ -47,6 +47,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.config import SYNC_FLUSH
+from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
@@ -328,6 +329,7 @@ class SendProcessor:
             sys_flag |= MULTI_TAGS_FLAG
         body = request.body
         born_host = _born_host(conn)
+        store = app.store  # (a property: read once)
         cluster = app.config.broker_cluster_name
         if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -357,7 +359,7 @@ class SendProcessor:
                 properties=encode_properties(props),
                 reconsume_times=reconsume_times,
             )
-            result = app.store.put_messages(store_batch)
+            result = store.put_messages(store_batch)
             wait = batch_wait_store_msg_ok(properties_text)
         else:
             if not body:
@@ -367,7 +369,7 @@ class SendProcessor:
             ):
                 # The common case: only WAIT goes and CLUSTER comes; no property map needed.
                 stored, wait = _plain_properties(properties_text, cluster)
-                result = app.store.put_message(
+                result = store.put_message(
                     StoreMessage(
                         topic=topic,
                         queue_id=queue_id,
@@ -385,7 +387,7 @@ class SendProcessor:
                         uniq_key=_property(stored, P.UNIQ_KEY),
                     )
                 )
-                return self.respond(result, wait, queue_id, topic)
+                return self.respond(result, wait, queue_id, topic, store)
             props = decode_properties(properties_text)
             wait = props.pop(P.WAIT, "true") != "false"
             props[P.CLUSTER] = cluster
@@ -418,8 +420,8 @@ class SendProcessor:
                 born_host=born_host,
                 reconsume_times=reconsume_times,
             )
-            result = app.store.put_message(msg)
-        return self.respond(result, wait, queue_id, topic)
+            result = store.put_message(msg)
+        return self.respond(result, wait, queue_id, topic, store)
 
     def _check_topic(
         self,
@@ -513,7 +515,12 @@ class SendProcessor:
         return SCHEDULE_TOPIC, level - 1
 
     def respond(
-        self, result: PutMessageResult, wait: bool, queue_id: int, topic: str
+        self,
+        result: PutMessageResult,
+        wait: bool,
+        queue_id: int,
+        topic: str,
+        store: MessageStore | None = None,
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         """The send's answer for a put `result`: at once, or (SYNC_FLUSH, SYNC_MASTER and a sender that
         waits) an awaitable of it that resolves after the flush / the slave."""
@@ -531,7 +538,10 @@ class SendProcessor:
         if (
             code == ResponseCode.SUCCESS
             and wait
-            and (app.store.config.flush_disk_type == SYNC_FLUSH or app.config.broker_role == "SYNC_MASTER")
+            and (
+                (store or app.store).config.flush_disk_type == SYNC_FLUSH
+                or app.config.broker_role == "SYNC_MASTER"
+            )
         ):
             return self._respond_after_wait(result, queue_id)
         return self._response(code, result, queue_id)
