@@ -29,6 +29,7 @@ from types import ModuleType
 # in mind in these modules: tuples and ints are unboxed (compare values, never identity of a tuple read
 # back from a container), and compiled classes cannot be monkeypatched or subclassed by tests.
 COMPILED_MODULES: tuple[str, ...] = (
+    "orbitmq.common.clock",
     "orbitmq.protocol.frames",
     "orbitmq.protocol.command",
     "orbitmq.protocol.name_guard",
@@ -51,6 +52,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
+    "orbitmq.broker.stats",
 )
 
 PURE_ENV = "ORBITMQ_PURE"
