@@ -84,10 +84,32 @@ _NEEDS_PROPERTY_MAP = (P.DELAY + "\x01", P.TRAN_MSG + "\x01")
 _DROPPED_PREFIXES = (P.WAIT + "\x01", P.CLUSTER + "\x01")
 
 
+_WAIT_ENTRY = P.WAIT + "\x01"
+_CLUSTER_ENTRY = P.CLUSTER + "\x01"
+_WAIT_TRUE_TAIL = "\x02" + P.WAIT + "\x01true"  # where RocketMQ's clients put WAIT: last
+
+
 def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
     """The stored properties string (WAIT removed, CLUSTER set) and whether the sender waits for the store."""
+    if text.endswith(_WAIT_TRUE_TAIL):
+        # What clients send: "...<0x02>WAIT<0x01>true" last. Cut it off when the rest is already clean (no
+        # other WAIT or CLUSTER entry, no empty segment), which is what the general path would keep.
+        kept = text[: len(text) - len(_WAIT_TRUE_TAIL)]
+        if (
+            kept
+            and _WAIT_ENTRY not in kept
+            and _CLUSTER_ENTRY not in kept
+            and "\x02\x02" not in kept
+            and not kept.startswith("\x02")
+            and not kept.endswith("\x02")
+        ):
+            return kept + "\x02" + _CLUSTER_ENTRY + cluster, True
+    return _plain_properties_general(text, cluster)
+
+
+def _plain_properties_general(text: str, cluster: str) -> tuple[str, bool]:
     wait = True
-    if P.WAIT + "\x01" in text or P.CLUSTER + "\x01" in text:
+    if _WAIT_ENTRY in text or _CLUSTER_ENTRY in text:
         kept = []
         for segment in text.split("\x02"):
             if segment.startswith(_DROPPED_PREFIXES):
@@ -97,12 +119,15 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
             if segment:
                 kept.append(segment)
         text = "\x02".join(kept)
-    cluster_entry = P.CLUSTER + "\x01" + cluster
+    cluster_entry = _CLUSTER_ENTRY + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
 
 
 _property = find_property  # the send path reads TAGS/KEYS/UNIQ_KEY without a property map
 
+
+# "0".."4095" -> the int: the usual values of a send header's small fields, read with one lookup.
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(4096)}
 
 _SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
 
@@ -165,31 +190,42 @@ def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
         d, e, f, g, h = ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
     except KeyError:
         return None
-    # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
-    # everything odd go through `_send_header`, which reads them as Java does
-    if not (
-        d.isdecimal()
-        and e.isdecimal()
-        and f.isdecimal()
-        and g.isdecimal()
-        and h.isdecimal()
-        and (reconsume is None or reconsume.isdecimal())
-    ):
+    # The small fields (queue numbers, flags, reconsume times) are nearly always short canonical decimals:
+    # one dict lookup each instead of isdecimal + int() + range checks.
+    small = _SMALL_INTS.get
+    default_queue_nums = small(d, -1)
+    queue_id = small(e, -1)
+    sys_flag = small(f, -1)
+    flag = small(h, -1)
+    reconsume_times = 0 if reconsume is None else small(reconsume, -1)
+    if default_queue_nums < 0 or queue_id < 0 or sys_flag < 0 or flag < 0 or reconsume_times < 0:
+        # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
+        # everything odd go through `_send_header`, which reads them as Java does
+        if not (
+            d.isdecimal()
+            and e.isdecimal()
+            and f.isdecimal()
+            and h.isdecimal()
+            and (reconsume is None or reconsume.isdecimal())
+        ):
+            return None
+        default_queue_nums = int(d)
+        queue_id = int(e)
+        sys_flag = int(f)
+        flag = int(h)
+        reconsume_times = 0 if reconsume is None else int(reconsume)
+        if not (
+            INT_MIN <= default_queue_nums <= INT_MAX
+            and INT_MIN <= queue_id <= INT_MAX
+            and INT_MIN <= sys_flag <= INT_MAX
+            and INT_MIN <= flag <= INT_MAX
+            and INT_MIN <= reconsume_times <= INT_MAX
+        ):
+            return None
+    if not g.isdecimal():
         return None
-    default_queue_nums = int(d)
-    queue_id = int(e)
-    sys_flag = int(f)
     born_timestamp = int(g)
-    flag = int(h)
-    reconsume_times = 0 if reconsume is None else int(reconsume)
-    if not (
-        INT_MIN <= default_queue_nums <= INT_MAX
-        and INT_MIN <= queue_id <= INT_MAX
-        and INT_MIN <= sys_flag <= INT_MAX
-        and INT_MIN <= flag <= INT_MAX
-        and INT_MIN <= reconsume_times <= INT_MAX
-        and LONG_MIN <= born_timestamp <= LONG_MAX
-    ):
+    if not LONG_MIN <= born_timestamp <= LONG_MAX:
         return None
     # C++ clients write "0"/"1"; the usual "false" skips the call
     batch = batch_text is not None and batch_text != "false" and parse_boolean(batch_text)
