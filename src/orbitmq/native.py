@@ -53,6 +53,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
     "orbitmq.broker.stats",
+    "orbitmq.broker.long_polling",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

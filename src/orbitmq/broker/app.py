@@ -204,7 +204,8 @@ class BrokerApp:
             else self.config.short_polling_time_mills / 1000,
             clock=self.clock,
         )
-        self._store.add_arrival_listener(self._message_arrived)
+        # The service itself listens (compiled, it returns at once while no pull is held).
+        self._store.add_arrival_listener(self.hold.notify_message_arriving)
         # Key-index entries are written once per loop iteration, after the responses left.
         self._store.defer_index_to(asyncio.get_running_loop().call_soon)
         c = self.config
@@ -325,11 +326,6 @@ class BrokerApp:
         log.info("broker %s stopped", self.config.broker_name)
 
     # ---------------------------------------------------------------------------------- callbacks
-    def _message_arrived(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
-        hold = self.hold
-        if hold is not None and hold.table:  # per put: nothing to look up while no pull is held
-            hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
-
     def _wake_held_pull(self, held: Any) -> None:
         from orbitmq.broker.processors.pull import answer_held_pull
 
