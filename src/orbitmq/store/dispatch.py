@@ -196,8 +196,8 @@ class Dispatcher:
         self._warned_at = -1
         # Deferred key index (off the ack path): with `defer_index` set, single puts queue their keys here
         # and `defer_index()` is called when the queue becomes non-empty; its owner (the broker, with a
-        # loop callback) then calls `flush_index()`, so the index is written once per loop iteration
-        # after the responses left. Anything that reads or reorders the index flushes first.
+        # 10 ms loop timer) then calls `flush_index()`, so the index is written in batches after the
+        # responses left. Anything that reads or reorders the index flushes first.
         self.index_pending: list[IndexItem] = []
         self.defer_index: Callable[[], object] | None = None
 
