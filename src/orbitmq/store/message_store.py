@@ -369,9 +369,9 @@ class MessageStore:
 
     def defer_index_to(self, schedule: Callable[[Callable[[], None]], object]) -> None:
         """Write key-index entries of single puts later, in one batch: `schedule(fn)` is called when the
-        first entry is deferred and must call `fn` soon on the writer's thread (the broker passes its
-        loop's `call_soon`, so the index is written after the iteration's responses left). Queries,
-        batches, truncation and shutdown write the deferred entries first."""
+        first entry is deferred and must call `fn` soon on the writer's thread (the broker passes a 10 ms
+        loop timer, so the index is written in batches after the responses left). Queries, batches,
+        truncation and shutdown write the deferred entries first."""
         self.dispatcher.defer_index = lambda: schedule(self.flush_index)
 
     def flush_index(self) -> None:
