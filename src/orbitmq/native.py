@@ -29,8 +29,10 @@ from types import ModuleType
 # in mind in these modules: tuples and ints are unboxed (compare values, never identity of a tuple read
 # back from a container), and compiled classes cannot be monkeypatched or subclassed by tests.
 COMPILED_MODULES: tuple[str, ...] = (
+    "orbitmq.common.clock",
     "orbitmq.protocol.frames",
     "orbitmq.protocol.command",
+    "orbitmq.protocol.name_guard",
     "orbitmq.message.record_layout",
     "orbitmq.message.record",
     "orbitmq.message.record_decode",
@@ -46,9 +48,12 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",
     "orbitmq.store.batch_append",
+    "orbitmq.store.message_store",
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
+    "orbitmq.broker.stats",
+    "orbitmq.broker.long_polling",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

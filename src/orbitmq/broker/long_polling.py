@@ -82,6 +82,8 @@ class PullRequestHoldService:
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
     ) -> None:
         """A message reached the queue (or the periodic check asks): answer the pulls it satisfies."""
+        if not self.table:  # the store calls this per put: nothing to do while no pull is held
+            return
         key = self.key(topic, queue_id)
         held = self.table.get(key)
         if not held:
@@ -146,16 +148,19 @@ class PullRequestHoldService:
                 timeout = max(0.0, min(timeout, earliest - now))
             self._next_wake = now + timeout
             self._changed.clear()
+            woken = False
             try:
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races
                 # with the timeout, and stop() would then wait for this loop forever.
                 async with asyncio.timeout(timeout):
                     await self._changed.wait()
-                continue  # a new hold carries an earlier deadline: recompute
+                woken = True
             except TimeoutError:
                 pass
             finally:
                 self._next_wake = float("-inf")  # until re-armed above, every hold wakes the loop
+            if woken:
+                continue  # a new hold carries an earlier deadline: recompute (mypyc: not inside try)
             self.check_all()
             self._next_deadline = self._earliest_deadline()  # O(n) once per check, not per hold
 

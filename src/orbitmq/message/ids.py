@@ -40,9 +40,9 @@ def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
         if len(_HOST_HEX) > 1024:
             _HOST_HEX.clear()
         prefix = _HOST_HEX[bytes(store_host)] = bytes(store_host).hex().upper()
-    if not 0 <= physical_offset <= 0x7FFFFFFFFFFFFFFF:
-        return prefix + _LONG.pack(physical_offset).hex().upper()  # raises beyond a Java long
-    return f"{prefix}{physical_offset:016X}"
+    # The offset as a Java long, big-endian, in hex (struct.error beyond a long). Not an f-string with a
+    # format spec: compiled by mypyc, `f"{offset:016X}"` costs three times as much (1.7 µs).
+    return prefix + _LONG.pack(physical_offset).hex().upper()
 
 
 _ids_structs: dict[tuple[int, int], struct.Struct] = {}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import orjson
@@ -51,21 +50,71 @@ def _nbytes(data: Buffer) -> int:
     return data.nbytes if isinstance(data, memoryview) else len(data)
 
 
-@dataclass(slots=True, repr=False)
 class RemotingCommand:
-    """One request or response. `ext_fields` is the "custom header": every value a string."""
+    """One request or response. `ext_fields` is the "custom header": every value a string.
 
-    code: int
-    language: int = LanguageCode.PYTHON
-    version: int = CURRENT_VERSION
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
-    ext_fields: dict[str, str] = field(default_factory=dict)
-    body: Buffer = b""
-    # When set, these are sent instead of `body`, each as its own write (zero-copy pull replies).
-    body_parts: list[Buffer] | None = None
-    serialize_type: SerializeType = SerializeType.JSON
+    A plain class with an explicit `__init__` (not a dataclass): compiled with mypyc, a dataclass's
+    generated `__init__` stays interpreted, and two commands are built per request (decoded request and
+    response). Equality is by value over every field, as the dataclass had."""
+
+    __slots__ = (
+        "body",
+        "body_parts",
+        "code",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
+
+    def __init__(  # noqa: PLR0917 -- positional as the dataclass was (decode_command passes seven)
+        self,
+        code: int,
+        language: int = LanguageCode.PYTHON,
+        version: int = CURRENT_VERSION,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Buffer = b"",
+        # When set, these are sent instead of `body`, each as its own write (zero-copy pull replies).
+        body_parts: list[Buffer] | None = None,
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields: dict[str, str] = {} if ext_fields is None else ext_fields
+        self.body = body
+        self.body_parts = body_parts
+        self.serialize_type = serialize_type
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.code,
+            self.language,
+            self.version,
+            self.opaque,
+            self.flag,
+            self.remark,
+            self.ext_fields,
+            self.body,
+            self.body_parts,
+            self.serialize_type,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as the dataclass was)
 
     @classmethod
     def request(

@@ -63,23 +63,20 @@ def request_name_problem(code: int, ext: Mapping[str, str] | None) -> str | None
 
 
 C = TypeVar("C")
-GuardedProcessor = Callable[[C, RemotingCommand], Awaitable[RemotingCommand | None]]
-
-
-async def _refused(remark: str) -> RemotingCommand | None:
-    return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark)
+# A processor answers at once (a RemotingCommand) or with an awaitable of its answer (transport/dispatch).
+GuardedProcessor = Callable[[C, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand | None]]
 
 
 def guard_names(processor: GuardedProcessor[C]) -> GuardedProcessor[C]:
     """`processor` behind the name check. No extra coroutine frame on the accepted path: the wrapper is a
-    plain function returning the processor's own awaitable (the dispatcher runs it inline)."""
+    plain function returning what the processor returns (the dispatcher runs it inline); a refusal is
+    answered at once."""
 
-    def run(conn: C, request: RemotingCommand) -> Awaitable[RemotingCommand | None]:
+    def run(conn: C, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand | None]:
         problem = request_name_problem(request.code, request.ext_fields)
         if problem is not None:
-            return _refused(problem)
+            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, problem)
         return processor(conn, request)
 
-    run.__name__ = getattr(processor, "__name__", "processor")
-    run.__doc__ = processor.__doc__
+    # (no __name__/__doc__ copied: compiled by mypyc, `run` is a native callable without them)
     return run

@@ -92,6 +92,10 @@ class HAService:
         """Called after every append: wakes the streams waiting at the end of the log."""
         self._new_data.set()
 
+    def notify_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+        """`notify_new_data` as the store's arrival listener (called per put: one frame, no lambda)."""
+        self._new_data.set()
+
     def is_slave_ok(self, master_put_offset: int) -> bool:
         """SYNC_MASTER precondition: a slave is connected and not too far behind."""
         return bool(self._connections) and master_put_offset - self.slave_ack_offset < self._fall_behind_max

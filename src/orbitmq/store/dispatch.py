@@ -18,7 +18,6 @@ import logging
 import mmap
 import struct
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from orbitmq.message.hashing import tags_code as _tags_code
 from orbitmq.message.properties import DELAY, KEYS, TAGS, UNIQ_KEY
@@ -50,17 +49,71 @@ _INDEX_PENDING_MAX = 256
 IndexItem = tuple[str, list[str], int, int]  # (topic, keys, commit log offset, store timestamp)
 
 
-class DispatchRequest(NamedTuple):
-    topic: str
-    queue_id: int
-    physical_offset: int
-    size: int
-    tags_code: int
-    store_timestamp: int
-    queue_offset: int
-    sys_flag: int
-    keys: str | None
-    uniq_key: str | None
+class DispatchRequest:
+    """One stored record for the consume queue and the key index. A plain class with an explicit
+    `__init__` (not a NamedTuple, whose constructor stays an interpreted lambda when compiled): one is
+    built per put."""
+
+    __slots__ = (
+        "keys",
+        "physical_offset",
+        "queue_id",
+        "queue_offset",
+        "size",
+        "store_timestamp",
+        "sys_flag",
+        "tags_code",
+        "topic",
+        "uniq_key",
+    )
+
+    def __init__(  # noqa: PLR0917 -- positional, as the NamedTuple was
+        self,
+        topic: str,
+        queue_id: int,
+        physical_offset: int,
+        size: int,
+        tags_code: int,
+        store_timestamp: int,
+        queue_offset: int,
+        sys_flag: int,
+        keys: str | None,
+        uniq_key: str | None,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.physical_offset = physical_offset
+        self.size = size
+        self.tags_code = tags_code
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.sys_flag = sys_flag
+        self.keys = keys
+        self.uniq_key = uniq_key
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.topic,
+            self.queue_id,
+            self.physical_offset,
+            self.size,
+            self.tags_code,
+            self.store_timestamp,
+            self.queue_offset,
+            self.sys_flag,
+            self.keys,
+            self.uniq_key,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DispatchRequest):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value
+
+    def __repr__(self) -> str:
+        return "DispatchRequest" + repr(self._fields())
 
 
 def dispatch_request_at(
@@ -143,8 +196,8 @@ class Dispatcher:
         self._warned_at = -1
         # Deferred key index (off the ack path): with `defer_index` set, single puts queue their keys here
         # and `defer_index()` is called when the queue becomes non-empty; its owner (the broker, with a
-        # loop callback) then calls `flush_index()`, so the index is written once per loop iteration
-        # after the responses left. Anything that reads or reorders the index flushes first.
+        # 10 ms loop timer) then calls `flush_index()`, so the index is written in batches after the
+        # responses left. Anything that reads or reorders the index flushes first.
         self.index_pending: list[IndexItem] = []
         self.defer_index: Callable[[], object] | None = None
 

@@ -270,7 +270,8 @@ class Connection(asyncio.Protocol):
         if transport is None or self.closed:
             log.debug("%s: dropping command code %d to closed %s", self.name, cmd.code, self.remote_address)
             return
-        self.last_activity = self._clock.monotonic()
+        if not self._receiving:  # (answers written while a received chunk is handled: set on receipt)
+            self.last_activity = self._clock.monotonic()
         # Commands written in the same loop iteration (or while one received chunk is handled) leave in
         # one writelines (one writev syscall on uvloop): under load many responses share a syscall.
         self._out += encode_command(cmd)

@@ -10,9 +10,11 @@ Rules (NettyRemotingAbstract.processRequestCommand, fact sheet 1.7):
 Every answer is made with `response_to(request)`, so it carries the request's opaque and serialize type.
 
 Processors run inline: the coroutine is started right in the connection's receive callback, and one that
-finishes without suspending (a send to an ASYNC_FLUSH store, a pull that finds messages) is answered at
-once, without an asyncio Task per request (creating, scheduling and completing a Task cost more than
-many processors). Only a processor that suspends (a SYNC_FLUSH wait, drain) continues in a Task.
+finishes without suspending (a pull that finds messages) is answered at once, without an asyncio Task per
+request (creating, scheduling and completing a Task cost more than many processors). Only a processor
+that suspends (a SYNC_FLUSH wait, drain) continues in a Task. A processor may also be a plain function
+that returns its answer itself (a `RemotingCommand`, no coroutine at all: the send processor when the
+store needs no wait) or an awaitable when it has to wait.
 
 Per route it counts answers by response code and times each request into fixed latency buckets (two
 perf_counter reads and a bisect per request, nothing allocated): the metrics endpoint reads them at
@@ -30,7 +32,7 @@ from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
@@ -39,7 +41,9 @@ from orbitmq.transport.log_limit import LogLimiter
 
 log = logging.getLogger("orbitmq.transport")
 
-Processor = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
+# What a processor returns: its answer at once, or an awaitable of it (None: nothing to send now).
+ProcessorResult: TypeAlias = "RemotingCommand | Awaitable[RemotingCommand | None]"
+Processor = Callable[[Connection, RemotingCommand], ProcessorResult]
 
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 
@@ -86,6 +90,10 @@ class _Route:
     limit: int
     pending: int = 0
     stats: RouteStats = field(default_factory=RouteStats)
+
+
+# Types whose instances are known coroutines (compiled and interpreted `async def` results).
+_coroutine_types: set[type] = set()
 
 
 class Dispatcher:
@@ -143,27 +151,37 @@ class Dispatcher:
         started = perf_counter()
         try:
             awaitable = route.processor(conn, request)
-            if not isinstance(awaitable, Coroutine):
-                self._start_task(self._run(route, conn, request, awaitable, started))
-                return
-            yielded = awaitable.send(None)
+            if isinstance(awaitable, RemotingCommand):  # answered without waiting for anything
+                response: RemotingCommand | None = awaitable
+                coro = None
+            else:
+                kind = type(awaitable)
+                if kind not in _coroutine_types:  # an ABC isinstance per request costs more than this
+                    if not isinstance(awaitable, Coroutine):
+                        self._start_task(self._run(route, conn, request, awaitable, started))
+                        return
+                    if len(_coroutine_types) < 64:
+                        _coroutine_types.add(kind)
+                coro = cast(Coroutine[Any, Any, RemotingCommand | None], awaitable)
+                yielded = coro.send(None)
+                response = None
         except StopIteration as stop:
-            route.pending -= 1
-            route.stats.observe(started, stop.value)
-            self._answer(conn, request, stop.value)
-            return
+            response = stop.value
+            coro = None
         except Exception as exc:
-            route.pending -= 1
-            failure = self._failure(request, exc)
-            route.stats.observe(started, failure)
-            self._answer(conn, request, failure)
-            return
+            response = self._failure(request, exc)
+            coro = None
         except BaseException:
             route.pending -= 1
             raise
+        if coro is None:  # finished: answer now
+            route.pending -= 1
+            route.stats.observe(started, response)
+            self._answer(conn, request, response)
+            return
         # The processor is waiting for something: the rest of it runs in a Task.
         conn.inflight += 1
-        self._start_task(self._run(route, conn, request, _resume(awaitable, yielded), started, counted=True))
+        self._start_task(self._run(route, conn, request, _resume(coro, yielded), started, counted=True))
 
     def _log_unsupported(self, conn: Connection, code: int) -> None:
         """INFO once per (code, client) -- a client speaking a dialect we lack should be visible in the

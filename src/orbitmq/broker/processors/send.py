@@ -13,9 +13,10 @@ import asyncio
 import collections
 import random
 import threading
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from orbitmq.broker.processors.base import BadRequest, Fields, guarded, success
+from orbitmq.broker.processors.base import BadRequest, Fields, error, guarded, success
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
@@ -40,12 +41,14 @@ from orbitmq.message.sysflag import (
     TRANSACTION_NOT_TYPE,
     transaction_type,
 )
-from orbitmq.message.validation import TOPIC_MAX_LENGTH
+from orbitmq.message.validation import TOPIC_MAX_LENGTH, valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.store.batch_append import scan_batch
-from orbitmq.store.results import PutMessageResult
+from orbitmq.store.config import SYNC_FLUSH
+from orbitmq.store.message_store import MessageStore
+from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
 
@@ -81,10 +84,32 @@ _NEEDS_PROPERTY_MAP = (P.DELAY + "\x01", P.TRAN_MSG + "\x01")
 _DROPPED_PREFIXES = (P.WAIT + "\x01", P.CLUSTER + "\x01")
 
 
+_WAIT_ENTRY = P.WAIT + "\x01"
+_CLUSTER_ENTRY = P.CLUSTER + "\x01"
+_WAIT_TRUE_TAIL = "\x02" + P.WAIT + "\x01true"  # where RocketMQ's clients put WAIT: last
+
+
 def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
     """The stored properties string (WAIT removed, CLUSTER set) and whether the sender waits for the store."""
+    if text.endswith(_WAIT_TRUE_TAIL):
+        # What clients send: "...<0x02>WAIT<0x01>true" last. Cut it off when the rest is already clean (no
+        # other WAIT or CLUSTER entry, no empty segment), which is what the general path would keep.
+        kept = text[: len(text) - len(_WAIT_TRUE_TAIL)]
+        if (
+            kept
+            and _WAIT_ENTRY not in kept
+            and _CLUSTER_ENTRY not in kept
+            and "\x02\x02" not in kept
+            and not kept.startswith("\x02")
+            and not kept.endswith("\x02")
+        ):
+            return kept + "\x02" + _CLUSTER_ENTRY + cluster, True
+    return _plain_properties_general(text, cluster)
+
+
+def _plain_properties_general(text: str, cluster: str) -> tuple[str, bool]:
     wait = True
-    if P.WAIT + "\x01" in text or P.CLUSTER + "\x01" in text:
+    if _WAIT_ENTRY in text or _CLUSTER_ENTRY in text:
         kept = []
         for segment in text.split("\x02"):
             if segment.startswith(_DROPPED_PREFIXES):
@@ -94,12 +119,15 @@ def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
             if segment:
                 kept.append(segment)
         text = "\x02".join(kept)
-    cluster_entry = P.CLUSTER + "\x01" + cluster
+    cluster_entry = _CLUSTER_ENTRY + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
 
 
 _property = find_property  # the send path reads TAGS/KEYS/UNIQ_KEY without a property map
 
+
+# "0".."4095" -> the int: the usual values of a send header's small fields, read with one lookup.
+_SMALL_INTS: dict[str, int] = {str(i): i for i in range(4096)}
 
 _SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
 
@@ -162,33 +190,45 @@ def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
         d, e, f, g, h = ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
     except KeyError:
         return None
-    # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
-    # everything odd go through `_send_header`, which reads them as Java does
-    if not (
-        d.isdecimal()
-        and e.isdecimal()
-        and f.isdecimal()
-        and g.isdecimal()
-        and h.isdecimal()
-        and (reconsume is None or reconsume.isdecimal())
-    ):
+    # The small fields (queue numbers, flags, reconsume times) are nearly always short canonical decimals:
+    # one dict lookup each instead of isdecimal + int() + range checks.
+    small = _SMALL_INTS.get
+    default_queue_nums = small(d, -1)
+    queue_id = small(e, -1)
+    sys_flag = small(f, -1)
+    flag = small(h, -1)
+    reconsume_times = 0 if reconsume is None else small(reconsume, -1)
+    if default_queue_nums < 0 or queue_id < 0 or sys_flag < 0 or flag < 0 or reconsume_times < 0:
+        # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
+        # everything odd go through `_send_header`, which reads them as Java does
+        if not (
+            d.isdecimal()
+            and e.isdecimal()
+            and f.isdecimal()
+            and h.isdecimal()
+            and (reconsume is None or reconsume.isdecimal())
+        ):
+            return None
+        default_queue_nums = int(d)
+        queue_id = int(e)
+        sys_flag = int(f)
+        flag = int(h)
+        reconsume_times = 0 if reconsume is None else int(reconsume)
+        if not (
+            INT_MIN <= default_queue_nums <= INT_MAX
+            and INT_MIN <= queue_id <= INT_MAX
+            and INT_MIN <= sys_flag <= INT_MAX
+            and INT_MIN <= flag <= INT_MAX
+            and INT_MIN <= reconsume_times <= INT_MAX
+        ):
+            return None
+    if not g.isdecimal():
         return None
-    default_queue_nums = int(d)
-    queue_id = int(e)
-    sys_flag = int(f)
     born_timestamp = int(g)
-    flag = int(h)
-    reconsume_times = 0 if reconsume is None else int(reconsume)
-    if not (
-        INT_MIN <= default_queue_nums <= INT_MAX
-        and INT_MIN <= queue_id <= INT_MAX
-        and INT_MIN <= sys_flag <= INT_MAX
-        and INT_MIN <= flag <= INT_MAX
-        and INT_MIN <= reconsume_times <= INT_MAX
-        and LONG_MIN <= born_timestamp <= LONG_MAX
-    ):
+    if not LONG_MIN <= born_timestamp <= LONG_MAX:
         return None
-    batch = batch_text is not None and parse_boolean(batch_text)  # C++ clients write "0"/"1"
+    # C++ clients write "0"/"1"; the usual "false" skips the call
+    batch = batch_text is not None and batch_text != "false" and parse_boolean(batch_text)
     return (
         producer_group,
         topic,
@@ -252,7 +292,9 @@ _STORED_CODES = {
 def register(server: RemotingServer, app: BrokerContext) -> None:
     processor = SendProcessor(app)
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        server.register(code, guarded(processor.process_send))
+        # Not `guarded`: process_send answers its own BadRequests, and without a coroutine when the
+        # store needs no wait (the dispatcher sends a returned RemotingCommand at once).
+        server.register(code, processor.process_send)
     server.register(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(processor.process_send_back))
 
 
@@ -269,7 +311,18 @@ class SendProcessor:
         self._flush_timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------------------------- send
-    async def process_send(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    def process_send(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The answer, or an awaitable of it when the sender waits for a flush or a slave."""
+        try:
+            return self._send(conn, request)
+        except BadRequest as bad:
+            return error(bad.code, bad.remark)
+
+    def _send(
+        self, conn: Connection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         app = self.app
         ext = request.ext_fields
         # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
@@ -293,7 +346,7 @@ class SendProcessor:
         ) = header
         if app.stopping:
             raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
-        if app.config.is_slave:
+        if app.config.broker_role == "SLAVE":  # (config.is_slave, without a Python property call)
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
@@ -312,6 +365,7 @@ class SendProcessor:
             sys_flag |= MULTI_TAGS_FLAG
         body = request.body
         born_host = _born_host(conn)
+        store = app.store  # (a property: read once)
         cluster = app.config.broker_cluster_name
         if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -341,7 +395,7 @@ class SendProcessor:
                 properties=encode_properties(props),
                 reconsume_times=reconsume_times,
             )
-            result = app.store.put_messages(store_batch)
+            result = store.put_messages(store_batch)
             wait = batch_wait_store_msg_ok(properties_text)
         else:
             if not body:
@@ -351,7 +405,7 @@ class SendProcessor:
             ):
                 # The common case: only WAIT goes and CLUSTER comes; no property map needed.
                 stored, wait = _plain_properties(properties_text, cluster)
-                result = app.store.put_message(
+                result = store.put_message(
                     StoreMessage(
                         topic=topic,
                         queue_id=queue_id,
@@ -369,7 +423,7 @@ class SendProcessor:
                         uniq_key=_property(stored, P.UNIQ_KEY),
                     )
                 )
-                return await self.respond(result, wait, queue_id, topic)
+                return self.respond(result, wait, queue_id, topic, store)
             props = decode_properties(properties_text)
             wait = props.pop(P.WAIT, "true") != "false"
             props[P.CLUSTER] = cluster
@@ -402,8 +456,8 @@ class SendProcessor:
                 born_host=born_host,
                 reconsume_times=reconsume_times,
             )
-            result = app.store.put_message(msg)
-        return await self.respond(result, wait, queue_id, topic)
+            result = store.put_message(msg)
+        return self.respond(result, wait, queue_id, topic, store)
 
     def _check_topic(
         self,
@@ -417,17 +471,18 @@ class SendProcessor:
         producer_group: str,
     ) -> TopicConfig:
         app = self.app
-        if not is_writeable(app.config.broker_permission):
+        # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
+        if not app.config.broker_permission & PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{app.config.broker_ip1}] sending message is forbidden",
             )
-        reason = validate_topic_name(topic)
+        reason = None if topic in valid_topics else validate_topic_name(topic)
         if reason is not None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in NOT_ALLOWED_SEND_TOPICS:
             raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
-        tc = app.topics.select(topic)
+        tc = app.topics.table.get(topic)  # (TopicConfigManager.select, without its call)
         if tc is None:
             tc = app.topics.create_in_send(topic, default_topic, default_queue_nums, 0)
             if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -437,7 +492,7 @@ class SendProcessor:
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please! {TOPIC_NOT_EXIST_HELP}",
                 )
-        if not is_writeable(tc.perm):
+        if not tc.perm & PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the topic[{topic}] sending message is forbidden",
@@ -495,25 +550,51 @@ class SendProcessor:
         props[P.REAL_QID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1
 
-    async def respond(
-        self, result: PutMessageResult, wait: bool, queue_id: int, topic: str
-    ) -> RemotingCommand:
+    def respond(
+        self,
+        result: PutMessageResult,
+        wait: bool,
+        queue_id: int,
+        topic: str,
+        store: MessageStore | None = None,
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The send's answer for a put `result`: at once, or (SYNC_FLUSH, SYNC_MASTER and a sender that
+        waits) an awaitable of it that resolves after the flush / the slave."""
         app = self.app
-        status = result.status.name
-        stored_code = _STORED_CODES.get(status)
-        if stored_code is None:
-            err_code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status))
-            raise BadRequest(err_code, remark)
+        status = result.status
+        code: int = ResponseCode.SUCCESS
+        if status is not PutMessageStatus.PUT_OK:  # (an enum's .name is a Python property: only here)
+            stored_code = _STORED_CODES.get(status.name)
+            if stored_code is None:
+                err_code, remark = _PUT_ERRORS.get(status.name, (ResponseCode.SYSTEM_ERROR, status.name))
+                raise BadRequest(err_code, remark)
+            code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         app.stats.put(topic, result.msg_num, result.wrote_bytes)
-        code: int = stored_code
-        if code == ResponseCode.SUCCESS and wait and app.store.config.sync_flush:
+        if (
+            code == ResponseCode.SUCCESS
+            and wait
+            and (
+                (store or app.store).config.flush_disk_type == SYNC_FLUSH
+                or app.config.broker_role == "SYNC_MASTER"
+            )
+        ):
+            return self._respond_after_wait(result, queue_id)
+        return self._response(code, result, queue_id)
+
+    async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        app = self.app
+        code: int = ResponseCode.SUCCESS
+        if app.store.config.sync_flush:
             flushed = await self.wait_flush(result.end_offset)
             if not flushed:
                 code = ResponseCode.FLUSH_DISK_TIMEOUT
-        if code == ResponseCode.SUCCESS and wait and app.config.broker_role == "SYNC_MASTER":
+        if code == ResponseCode.SUCCESS and app.config.broker_role == "SYNC_MASTER":
             code = await app.replication.wait_replicated(result.end_offset)
-        config = app.config
+        return self._response(code, result, queue_id)
+
+    def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        config = self.app.config
         # Built directly (not through success()): the ext dict is new, so it needs no defensive copy.
         return RemotingCommand(
             code,
@@ -640,7 +721,8 @@ class SendProcessor:
         result = app.store.put_message(store_msg)
         if len(app.topics.table) != topics_before:
             await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
-        response = await self.respond(result, True, queue_id, topic)
+        answer = self.respond(result, True, queue_id, topic)
+        response = answer if isinstance(answer, RemotingCommand) else await answer
         return RemotingCommand.response(response.code, response.remark)
 
 

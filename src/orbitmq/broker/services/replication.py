@@ -79,7 +79,7 @@ class ReplicationService:
             self.ha = None
             return
         ha = self.ha
-        store.add_arrival_listener(lambda topic, queue_id, max_offset, tags_code: ha.notify_new_data())
+        store.add_arrival_listener(ha.notify_arrival)
 
     async def stop(self) -> None:
         if self.client is not None:

@@ -1,0 +1,63 @@
+"""FrameDecoder.feed reads `bytes` chunks (what the event loop hands over) on its own path; any other
+buffer type goes the general way. Both cut the same frames and refuse the same broken streams with the
+same message, whatever the chunking."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.protocol.frames import FrameDecoder
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    parts = []
+    for _ in range(draw(st.integers(0, 5))):
+        header = draw(st.binary(max_size=20))
+        body = draw(st.binary(max_size=40))
+        length = 4 + len(header) + len(body)
+        kind = draw(st.integers(0, 11))
+        if kind == 0:
+            length = draw(st.integers(-(2**31), 2**31 - 1))  # any length, mostly broken
+        header_field = len(header) | (draw(st.integers(0, 255)) << 24)
+        if kind == 1:
+            header_field = draw(st.integers(0, 2**32 - 1))  # any header length
+        parts.append(struct.pack(">iI", length, header_field) + header + body)
+    data = b"".join(parts) + draw(st.binary(max_size=6))  # maybe a partial tail
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=6)))
+    return data, cuts
+
+
+def _run(data: bytes, cuts: list[int], as_bytes: bool) -> tuple[list[bytes], str | None, int]:
+    decoder = FrameDecoder(200, 30)
+    frames: list[bytes] = []
+    start = 0
+    try:
+        for stop in [*cuts, len(data)]:
+            chunk = data[start:stop]
+            frames += decoder.feed(chunk if as_bytes else bytearray(chunk))
+            start = stop
+    except RemoteProtocolError as exc:
+        return frames, str(exc), decoder.buffered
+    return frames, None, decoder.buffered
+
+
+@settings(max_examples=500, deadline=None)
+@given(streams())
+def test_bytes_and_other_buffers_cut_the_same_frames(stream: tuple[bytes, list[int]]) -> None:
+    data, cuts = stream
+    assert _run(data, cuts, True) == _run(data, cuts, False)
+
+
+def test_a_bytes_chunk_with_two_frames_and_a_tail() -> None:
+    one = struct.pack(">iI", 4 + 2 + 3, 2) + b"hhbbb"
+    two = struct.pack(">iI", 4 + 1, (1 << 24) | 1) + b"H"
+    decoder = FrameDecoder()
+    assert decoder.feed(one + two + one[:5]) == [one[4:], two[4:]]
+    assert decoder.buffered == 5
+    assert decoder.feed(one[5:]) == [one[4:]]
+    assert decoder.buffered == 0
