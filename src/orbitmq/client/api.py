@@ -27,6 +27,7 @@ from orbitmq.protocol.bodies import TopicRouteData
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.connection import ResponseCallback
 
 log = logging.getLogger("orbitmq.client")
 
@@ -78,6 +79,16 @@ def _ext(**fields: object) -> dict[str, str]:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return out
+
+
+def _send_code(header: Mapping[str, str], batch: bool) -> int:
+    """SEND_MESSAGE_V2 or a batch; a reply message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as
+    RocketMQ's producer sends it."""
+    if batch:
+        return RequestCode.SEND_BATCH_MESSAGE
+    if _REPLY_MARK in header.get("i", ""):
+        return RequestCode.SEND_REPLY_MESSAGE_V2
+    return RequestCode.SEND_MESSAGE_V2
 
 
 def _int_field(resp: RemotingCommand, name: str, default: int = 0) -> int:
@@ -187,12 +198,19 @@ class MQClientAPI:
     ) -> SendResult:
         """Send one message (SEND_MESSAGE_V2, `header` from `send_header_v2`) or a batch body; a reply
         message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as RocketMQ's producer sends it."""
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        if not batch and _REPLY_MARK in header.get("i", ""):
-            code = RequestCode.SEND_REPLY_MESSAGE_V2
         # straight to the remoting client: one coroutine less per message than self.invoke
-        resp = await self.remoting.invoke(addr, RemotingCommand.request(code, header, body), timeout)
+        request = RemotingCommand.request(_send_code(header, batch), header, body)
+        resp = await self.remoting.invoke(addr, request, timeout)
         return self.process_send_response(resp, addr, broker_name, header["b"], msg_id)
+
+    def start_send_message(
+        self, addr: str, body: bytes, header: Mapping[str, str], *, timeout: float, callback: ResponseCallback
+    ) -> bool:
+        """`send_message` without a coroutine: the request leaves on the pooled connection to `addr` and
+        `callback(response, error)` gets the answer (`process_send_response` makes it a SendResult).
+        False, with nothing sent, when that connection is not open (or its writes are paused)."""
+        request = RemotingCommand.request(_send_code(header, False), header, body)
+        return self.remoting.invoke_callback(addr, request, timeout, callback)
 
     async def send_message_oneway(
         self, addr: str, body: bytes, header: Mapping[str, str], *, batch: bool = False
@@ -202,13 +220,25 @@ class MQClientAPI:
 
     @staticmethod
     def process_send_response(
-        resp: RemotingCommand, addr: str, broker_name: str, topic: str, msg_id: str
+        resp: RemotingCommand,
+        addr: str,
+        broker_name: str,
+        topic: str,
+        msg_id: str,
+        *,
+        sent_to: MessageQueue | None = None,
     ) -> SendResult:
+        """The SendResult of a send response; `sent_to` (the queue the request named) is reused as the
+        result's queue when the broker stored there, as it does."""
         status = _SEND_STATUS.get(resp.code)  # type: ignore[call-overload]
         if status is None:
             raise BrokerError(resp.code, resp.remark, address=addr)
         ext = resp.ext_fields
-        mq = MessageQueue(topic, broker_name, _int_field(resp, "queueId"))
+        queue_id = _int_field(resp, "queueId")
+        if sent_to is not None and sent_to.queue_id == queue_id:
+            mq = sent_to
+        else:
+            mq = MessageQueue(topic, broker_name, queue_id)
         return SendResult(
             status=status,
             msg_id=msg_id,
