@@ -49,6 +49,10 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
+    # the producer's send path; TransactionProducer subclasses Producer, so both are compiled
+    "orbitmq.client.producer",
+    "orbitmq.client.transaction_producer",
+    "orbitmq.client.send_call",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

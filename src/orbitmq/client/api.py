@@ -209,7 +209,10 @@ class MQClientAPI:
         """`send_message` without a coroutine: the request leaves on the pooled connection to `addr` and
         `callback(response, error)` gets the answer (`process_send_response` makes it a SendResult).
         False, with nothing sent, when that connection is not open (or its writes are paused)."""
-        request = RemotingCommand.request(_send_code(header, False), header, body)
+        code = (
+            RequestCode.SEND_REPLY_MESSAGE_V2 if _REPLY_MARK in header["i"] else RequestCode.SEND_MESSAGE_V2
+        )
+        request = RemotingCommand.request(code, header, body)
         return self.remoting.invoke_callback(addr, request, timeout, callback)
 
     async def send_message_oneway(

@@ -79,7 +79,8 @@ class SendCall:
             except Exception as exc:
                 error = exc
             else:
-                producer._record_latency(mq, self.start, isolation=False)
+                if producer.fault.enabled:
+                    producer._record_latency(mq, self.start, isolation=False)
                 if (
                     result.status is not SendStatus.SEND_OK
                     and producer.retry_another_broker_when_not_store_ok

@@ -112,6 +112,7 @@ class Connection(asyncio.Protocol):
         self._receiving = False
         self._flush_handle: asyncio.Handle | None = None
         self._lost: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of connection_made
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
 
@@ -122,7 +123,8 @@ class Connection(asyncio.Protocol):
         self.remote_address = _format_peer(transport.get_extra_info("peername"))
         self.local_address = _format_peer(transport.get_extra_info("sockname"))
         self.last_activity = self._clock.monotonic()
-        self._lost = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._lost = self._loop.create_future()
         if self._on_open is not None:
             self._on_open(self)
 
@@ -323,7 +325,7 @@ class Connection(asyncio.Protocol):
             raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
         if request.opaque in self._pending:
             request.opaque = next_opaque()
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()  # (asyncio's lookup costs a getpid() call)
         deadline = loop.time() + max(timeout, 0.0)
         self._pending[request.opaque] = (callback, deadline, timeout, request.code)
         if self._sweep_handle is None or deadline < self._sweep_at:
