@@ -53,6 +53,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.client.producer",
     "orbitmq.client.transaction_producer",
     "orbitmq.client.send_call",
+    "orbitmq.client.send_result",
+    "orbitmq.transport.client",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

@@ -18,7 +18,9 @@ from typing import Any
 import orjson
 
 from orbitmq.client.offset_store import OffsetNotFoundError
-from orbitmq.client.results import PullResult, PullStatus, SendResult, SendStatus
+from orbitmq.client.results import PullResult, PullStatus, SendResult
+from orbitmq.client.send_result import int_field as _int_field
+from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
 from orbitmq.message import properties as P
 from orbitmq.message.codec import decode_records
@@ -30,14 +32,6 @@ from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.connection import ResponseCallback
 
 log = logging.getLogger("orbitmq.client")
-
-# Send response codes that mean "stored" (fact sheet 3.2), with the status each maps to.
-_SEND_STATUS = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
 
 # Response codes after which the producer tries again, on another broker (DefaultMQProducer
 # retryResponseCodes, plus SYSTEM_BUSY: the broker's flow control asks us to go elsewhere).
@@ -89,13 +83,6 @@ def _send_code(header: Mapping[str, str], batch: bool) -> int:
     if _REPLY_MARK in header.get("i", ""):
         return RequestCode.SEND_REPLY_MESSAGE_V2
     return RequestCode.SEND_MESSAGE_V2
-
-
-def _int_field(resp: RemotingCommand, name: str, default: int = 0) -> int:
-    value = resp.ext_fields.get(name)
-    if value is None or value == "" or value == "null":
-        return default
-    return int(value)
 
 
 def mq_to_json(mq: MessageQueue) -> dict[str, object]:
@@ -231,27 +218,9 @@ class MQClientAPI:
         *,
         sent_to: MessageQueue | None = None,
     ) -> SendResult:
-        """The SendResult of a send response; `sent_to` (the queue the request named) is reused as the
-        result's queue when the broker stored there, as it does."""
-        status = _SEND_STATUS.get(resp.code)  # type: ignore[call-overload]
-        if status is None:
-            raise BrokerError(resp.code, resp.remark, address=addr)
-        ext = resp.ext_fields
-        queue_id = _int_field(resp, "queueId")
-        if sent_to is not None and sent_to.queue_id == queue_id:
-            mq = sent_to
-        else:
-            mq = MessageQueue(topic, broker_name, queue_id)
-        return SendResult(
-            status=status,
-            msg_id=msg_id,
-            offset_msg_id=ext.get("msgId", ""),
-            message_queue=mq,
-            queue_offset=_int_field(resp, "queueOffset"),
-            transaction_id=ext.get("transactionId"),
-            region_id=ext.get(P.MSG_REGION) or "DefaultRegion",
-            trace_on=ext.get(P.TRACE_ON, "true") != "false",
-        )
+        """The SendResult of a send response (send_result.py); `sent_to` (the queue the request named)
+        is reused as the result's queue when the broker stored there, as it does."""
+        return send_result(resp, addr, broker_name, topic, msg_id, sent_to=sent_to)
 
     # ---- pull -------------------------------------------------------------------------------
 

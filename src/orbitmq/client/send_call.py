@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, NamedTuple
 
-from orbitmq.client.api import MQClientAPI
 from orbitmq.client.results import SendResult, SendStatus
+from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
 from orbitmq.message import properties as P
 from orbitmq.message.model import Message, MessageQueue
@@ -73,9 +73,8 @@ class SendCall:
         mq = self.mq
         if response is not None:
             try:
-                result = MQClientAPI.process_send_response(
-                    response, self.addr, mq.broker_name, mq.topic, self.msg.properties[P.UNIQ_KEY], sent_to=mq
-                )
+                msg_id = self.msg.properties[P.UNIQ_KEY]
+                result = send_result(response, self.addr, mq.broker_name, mq.topic, msg_id, sent_to=mq)
             except Exception as exc:
                 error = exc
             else:
