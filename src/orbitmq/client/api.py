@@ -188,13 +188,13 @@ class MQClientAPI:
         # straight to the remoting client: one coroutine less per message than self.invoke
         request = RemotingCommand.request(_send_code(header, batch), header, body)
         resp = await self.remoting.invoke(addr, request, timeout)
-        return self.process_send_response(resp, addr, broker_name, header["b"], msg_id)
+        return send_result(resp, addr, broker_name, header["b"], msg_id)
 
     def start_send_message(
         self, addr: str, body: bytes, header: Mapping[str, str], *, timeout: float, callback: ResponseCallback
     ) -> bool:
         """`send_message` without a coroutine: the request leaves on the pooled connection to `addr` and
-        `callback(response, error)` gets the answer (`process_send_response` makes it a SendResult).
+        `callback(response, error)` gets the answer (`send_result.send_result` makes it a SendResult).
         False, with nothing sent, when that connection is not open (or its writes are paused)."""
         code = (
             RequestCode.SEND_REPLY_MESSAGE_V2 if _REPLY_MARK in header["i"] else RequestCode.SEND_MESSAGE_V2
@@ -207,20 +207,6 @@ class MQClientAPI:
     ) -> None:
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         await self.remoting.invoke_oneway(addr, RemotingCommand.request(code, header, body, oneway=True))
-
-    @staticmethod
-    def process_send_response(
-        resp: RemotingCommand,
-        addr: str,
-        broker_name: str,
-        topic: str,
-        msg_id: str,
-        *,
-        sent_to: MessageQueue | None = None,
-    ) -> SendResult:
-        """The SendResult of a send response (send_result.py); `sent_to` (the queue the request named)
-        is reused as the result's queue when the broker stored there, as it does."""
-        return send_result(resp, addr, broker_name, topic, msg_id, sent_to=sent_to)
 
     # ---- pull -------------------------------------------------------------------------------
 

@@ -288,7 +288,8 @@ async def test_many_concurrent_clients(harness: Harness) -> None:
         await asyncio.gather(*(c.close() for c in clients))
 
 
-async def test_pending_requests_fail_when_the_server_goes_away() -> None:
+async def _blocking_server() -> tuple[RemotingServer, asyncio.Event]:
+    """A started server whose BLOCK requests are answered once the event is set."""
     release = asyncio.Event()
     server = RemotingServer()
 
@@ -298,6 +299,11 @@ async def test_pending_requests_fail_when_the_server_goes_away() -> None:
 
     server.register(BLOCK, block)
     await server.start()
+    return server, release
+
+
+async def test_pending_requests_fail_when_the_server_goes_away() -> None:
+    server, release = await _blocking_server()
     client = RemotingClient()
     try:
         conn = await client.get_connection(server.address)
@@ -431,15 +437,7 @@ async def test_invoke_callback_times_out_once_and_a_late_answer_is_dropped(harne
 
 
 async def test_invoke_callback_fails_every_pending_request_once_when_the_connection_is_lost() -> None:
-    release = asyncio.Event()
-    server = RemotingServer()
-
-    async def block(conn: Connection, req: RemotingCommand) -> RemotingCommand:
-        await release.wait()
-        return RemotingCommand.response(ResponseCode.SUCCESS)
-
-    server.register(BLOCK, block)
-    await server.start()
+    server, release = await _blocking_server()
     client = RemotingClient()
     calls = Calls()
     try:
