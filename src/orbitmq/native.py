@@ -54,6 +54,12 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.broker.processors.send",
     "orbitmq.broker.stats",
     "orbitmq.broker.long_polling",
+    # the producer's send path; TransactionProducer subclasses Producer, so both are compiled
+    "orbitmq.client.producer",
+    "orbitmq.client.transaction_producer",
+    "orbitmq.client.send_call",
+    "orbitmq.client.send_result",
+    "orbitmq.transport.client",
 )
 
 PURE_ENV = "ORBITMQ_PURE"

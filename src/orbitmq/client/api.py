@@ -18,7 +18,9 @@ from typing import Any
 import orjson
 
 from orbitmq.client.offset_store import OffsetNotFoundError
-from orbitmq.client.results import PullResult, PullStatus, SendResult, SendStatus
+from orbitmq.client.results import PullResult, PullStatus, SendResult
+from orbitmq.client.send_result import int_field as _int_field
+from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
 from orbitmq.message import properties as P
 from orbitmq.message.codec import decode_records
@@ -27,16 +29,9 @@ from orbitmq.protocol.bodies import TopicRouteData
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.connection import ResponseCallback
 
 log = logging.getLogger("orbitmq.client")
-
-# Send response codes that mean "stored" (fact sheet 3.2), with the status each maps to.
-_SEND_STATUS = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
 
 # Response codes after which the producer tries again, on another broker (DefaultMQProducer
 # retryResponseCodes, plus SYSTEM_BUSY: the broker's flow control asks us to go elsewhere).
@@ -80,11 +75,14 @@ def _ext(**fields: object) -> dict[str, str]:
     return out
 
 
-def _int_field(resp: RemotingCommand, name: str, default: int = 0) -> int:
-    value = resp.ext_fields.get(name)
-    if value is None or value == "" or value == "null":
-        return default
-    return int(value)
+def _send_code(header: Mapping[str, str], batch: bool) -> int:
+    """SEND_MESSAGE_V2 or a batch; a reply message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as
+    RocketMQ's producer sends it."""
+    if batch:
+        return RequestCode.SEND_BATCH_MESSAGE
+    if _REPLY_MARK in header.get("i", ""):
+        return RequestCode.SEND_REPLY_MESSAGE_V2
+    return RequestCode.SEND_MESSAGE_V2
 
 
 def mq_to_json(mq: MessageQueue) -> dict[str, object]:
@@ -187,38 +185,28 @@ class MQClientAPI:
     ) -> SendResult:
         """Send one message (SEND_MESSAGE_V2, `header` from `send_header_v2`) or a batch body; a reply
         message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as RocketMQ's producer sends it."""
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        if not batch and _REPLY_MARK in header.get("i", ""):
-            code = RequestCode.SEND_REPLY_MESSAGE_V2
         # straight to the remoting client: one coroutine less per message than self.invoke
-        resp = await self.remoting.invoke(addr, RemotingCommand.request(code, header, body), timeout)
-        return self.process_send_response(resp, addr, broker_name, header["b"], msg_id)
+        request = RemotingCommand.request(_send_code(header, batch), header, body)
+        resp = await self.remoting.invoke(addr, request, timeout)
+        return send_result(resp, addr, broker_name, header["b"], msg_id)
+
+    def start_send_message(
+        self, addr: str, body: bytes, header: Mapping[str, str], *, timeout: float, callback: ResponseCallback
+    ) -> bool:
+        """`send_message` without a coroutine: the request leaves on the pooled connection to `addr` and
+        `callback(response, error)` gets the answer (`send_result.send_result` makes it a SendResult).
+        False, with nothing sent, when that connection is not open (or its writes are paused)."""
+        code = (
+            RequestCode.SEND_REPLY_MESSAGE_V2 if _REPLY_MARK in header["i"] else RequestCode.SEND_MESSAGE_V2
+        )
+        request = RemotingCommand.request(code, header, body)
+        return self.remoting.invoke_callback(addr, request, timeout, callback)
 
     async def send_message_oneway(
         self, addr: str, body: bytes, header: Mapping[str, str], *, batch: bool = False
     ) -> None:
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         await self.remoting.invoke_oneway(addr, RemotingCommand.request(code, header, body, oneway=True))
-
-    @staticmethod
-    def process_send_response(
-        resp: RemotingCommand, addr: str, broker_name: str, topic: str, msg_id: str
-    ) -> SendResult:
-        status = _SEND_STATUS.get(resp.code)  # type: ignore[call-overload]
-        if status is None:
-            raise BrokerError(resp.code, resp.remark, address=addr)
-        ext = resp.ext_fields
-        mq = MessageQueue(topic, broker_name, _int_field(resp, "queueId"))
-        return SendResult(
-            status=status,
-            msg_id=msg_id,
-            offset_msg_id=ext.get("msgId", ""),
-            message_queue=mq,
-            queue_offset=_int_field(resp, "queueOffset"),
-            transaction_id=ext.get("transactionId"),
-            region_id=ext.get(P.MSG_REGION) or "DefaultRegion",
-            trace_on=ext.get(P.TRACE_ON, "true") != "false",
-        )
 
     # ---- pull -------------------------------------------------------------------------------
 

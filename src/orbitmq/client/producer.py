@@ -24,6 +24,7 @@ from orbitmq.client.options import own_config
 from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.routing import TopicPublishInfo, select_queue
+from orbitmq.client.send_call import ATTEMPT_FAILURES, Resume, SendCall
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import BrokerError, ClientError, ConnectError, RequestTimeoutError
 from orbitmq.message import properties as P
@@ -58,17 +59,17 @@ class _Prepared(NamedTuple):
     max_reconsume_times: int | None
 
 
-def _retrieve_exception(task: asyncio.Task[Any]) -> None:
+def _retrieve_exception(task: asyncio.Future[Any]) -> None:
     # The caller may drop the task; its failure must not end up as "exception was never retrieved".
     if not task.cancelled() and task.exception() is not None:
         log.debug("async send failed: %s", task.exception())
 
 
-def _track(pending: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> None:
+def _track(pending: set[asyncio.Future[Any]], task: asyncio.Task[Any]) -> None:
     """Keep `task` in `pending` until it is done. One done callback instead of two: each callback is
     one more loop handle per async send."""
 
-    def done(t: asyncio.Task[Any]) -> None:
+    def done(t: asyncio.Future[Any]) -> None:
         pending.discard(t)
         _retrieve_exception(t)
 
@@ -177,7 +178,8 @@ class Producer:
             not_available_durations=not_available_durations,
         )
         self.publish_info: dict[str, TopicPublishInfo] = {}
-        self._pending: set[asyncio.Task[Any]] = set()
+        # send_async futures and background tasks, until done (shutdown waits for them)
+        self._pending: set[asyncio.Future[Any]] = set()
         self._request_topics: set[str] = set()  # topics whose brokers heard us before a request
         self._header_templates: dict[tuple[str, str, int, bool, str, str, int], dict[str, str]] = {}
         self.started = False
@@ -293,18 +295,26 @@ class Producer:
         budget = self.send_timeout if timeout is None else timeout
         if queue is not None or selector is not None:
             return await self._send_to_chosen_queue(msg, budget, queue, selector, arg)
+        future = self._send_soon(msg, budget, 1 + self.retry_times)
+        if future is not None:
+            return await future
         return await self._send_with_retries(msg, budget, 1 + self.retry_times)
 
     async def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
         """Ordered by key: every message with the same key goes to the same queue (hash selector)."""
         return await self.send(msg, timeout=timeout, selector=select_by_hash, arg=key)
 
-    def send_async(self, msg: Message, *, timeout: float | None = None) -> asyncio.Task[SendResult]:
-        """Start sending now, return a task; failed attempts retry on other brokers
-        (`retry_times_async`). Validation errors are raised at once."""
+    def send_async(self, msg: Message, *, timeout: float | None = None) -> asyncio.Future[SendResult]:
+        """Start sending now, return a future of its SendResult; failed attempts retry on other brokers
+        (`retry_times_async`). Validation errors are raised at once. Cancelling the future stops
+        retries (a request already written may still be stored)."""
         self._validate(msg)
         self._instance()
         budget = self.send_timeout if timeout is None else timeout
+        future = self._send_soon(msg, budget, 1 + self.retry_times_async)
+        if future is not None:
+            self._pending.add(future)  # the SendCall discards it when done: no done callback needed
+            return future
         task = asyncio.get_running_loop().create_task(
             self._send_with_retries(msg, budget, 1 + self.retry_times_async)
         )
@@ -466,6 +476,37 @@ class Producer:
             raise ConnectError(f"The broker[{mq.broker_name}] not exist")
         return addr
 
+    def _send_soon(self, msg: Message, budget: float, attempts: int) -> asyncio.Future[SendResult] | None:
+        """The first attempt sent now, without a coroutine (see send_call.py), when the route, master
+        address and an open connection are at hand; None (nothing sent) when one of them needs awaiting."""
+        instance = self.instance
+        if instance is None or not self.started:
+            return None
+        info = self.publish_info.get(msg.topic)
+        if info is None or not info.ok:
+            return None
+        mq = select_queue(info, None, self.fault)
+        addr = instance.master_address(mq.broker_name)
+        if addr is None:
+            return None
+        prepared = self._prepare(msg)
+        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        call = SendCall(
+            self,
+            future,
+            msg,
+            prepared,
+            budget=budget,
+            attempts=attempts,
+            start=self.clock.monotonic(),
+            mq=mq,
+            addr=addr,
+        )
+        header = self._header(mq, msg, prepared)
+        if not instance.api.start_send_message(addr, prepared.body, header, timeout=budget, callback=call):
+            return None  # no open connection yet: the coroutine path connects (the message stays prepared)
+        return future
+
     async def _send_with_retries(self, msg: Message, budget: float, attempts: int) -> SendResult:
         prepared = self._prepare(msg)
         return await self._attempts(
@@ -511,15 +552,20 @@ class Producer:
         fixed_queue: MessageQueue | None,
         build: Callable[[MessageQueue], tuple[bytes, dict[str, str]]],
         batch: bool = False,
+        resume: Resume | None = None,
     ) -> SendResult:
+        """The retry loop; `resume` continues a send whose first attempt(s) a SendCall made."""
         instance = self._instance()
-        start = self.clock.monotonic()
+        start = self.clock.monotonic() if resume is None else resume.start
         info = self.publish_info.get(topic)
         if info is None or not info.ok:  # the cached route needs no coroutine
             info = await self.find_publish_info(topic)
+        first = 0
         last_broker: str | None = None
         last_error: Exception | None = None
-        for attempt in range(attempts):
+        if resume is not None:
+            first, last_broker, last_error = resume.attempt, resume.last_broker, resume.last_error
+        for attempt in range(first, attempts):
             remaining = budget - (self.clock.monotonic() - start)
             if remaining <= 0:
                 raise RequestTimeoutError(
@@ -536,18 +582,11 @@ class Producer:
                 result = await instance.api.send_message(
                     addr, mq.broker_name, body, header, msg_id=msg_id, timeout=remaining, batch=batch
                 )
-            except (ConnectError, RequestTimeoutError) as exc:
-                self._record_latency(mq, began, isolation=True)
-                log.debug("send to %s failed (attempt %d): %s", mq, attempt + 1, exc)
+            except ATTEMPT_FAILURES as exc:
+                if not self._retryable(mq, began, exc):
+                    raise
                 last_error = exc
-                self._refresh_route_soon(topic)
                 continue
-            except BrokerError as exc:
-                self._record_latency(mq, began, isolation=True)
-                if exc.code in RETRYABLE_SEND_CODES:
-                    last_error = exc
-                    continue
-                raise
             self._record_latency(mq, began, isolation=False)
             not_stored = result.status is not SendStatus.SEND_OK
             if not_stored and self.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
@@ -555,6 +594,16 @@ class Producer:
             return result
         assert last_error is not None
         raise last_error
+
+    def _retryable(self, mq: MessageQueue, began: float, exc: Exception) -> bool:
+        """After a failed attempt (one of ATTEMPT_FAILURES): record it; True when another attempt may
+        help (connection failures and timeouts, which also refresh the route soon; retryable codes)."""
+        self._record_latency(mq, began, isolation=True)
+        if isinstance(exc, BrokerError):
+            return exc.code in RETRYABLE_SEND_CODES
+        log.debug("send to %s failed: %s", mq, exc)
+        self._refresh_route_soon(mq.topic)
+        return True
 
     def _record_latency(self, mq: MessageQueue, began: float, *, isolation: bool) -> None:
         if not self.fault.enabled:

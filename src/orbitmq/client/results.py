@@ -9,6 +9,7 @@ import enum
 from dataclasses import dataclass, field
 
 from orbitmq.message.model import MessageExt, MessageQueue
+from orbitmq.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 
 
 class SendStatus(enum.Enum):
@@ -117,3 +118,26 @@ class ConsumeFromWhere(enum.Enum):
 class ConsumeType(enum.Enum):
     CONSUME_ACTIVELY = "CONSUME_ACTIVELY"  # pull / lite pull
     CONSUME_PASSIVELY = "CONSUME_PASSIVELY"  # push
+
+
+class LocalTransactionState(enum.Enum):
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"  # RocketMQ's spelling
+
+    @property
+    def wire_value(self) -> int:
+        """commitOrRollback of END_TRANSACTION."""
+        return _WIRE[self]
+
+
+_WIRE = {
+    LocalTransactionState.COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE,
+    LocalTransactionState.ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE,
+    LocalTransactionState.UNKNOW: TRANSACTION_NOT_TYPE,
+}
+
+
+@dataclass(slots=True)
+class TransactionSendResult(SendResult):
+    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW

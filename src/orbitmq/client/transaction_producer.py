@@ -18,45 +18,30 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import enum
 import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from orbitmq.client.producer import Producer, _Prepared
-from orbitmq.client.results import SendResult, SendStatus
+from orbitmq.client.config import ClientConfig
+from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
+from orbitmq.client.instance import ClientInstance
+from orbitmq.client.producer import DEFAULT_TOPIC, Producer, _Prepared
+from orbitmq.client.results import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
 from orbitmq.client.routing import TopicPublishInfo
+from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
 from orbitmq.message.ids import decode_offset_msg_id
 from orbitmq.message.model import Message, MessageExt
-from orbitmq.message.sysflag import (
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-)
+from orbitmq.message.sysflag import TRANSACTION_PREPARED_TYPE
+from orbitmq.transport.tls import TlsClientSettings
+
+# LocalTransactionState and TransactionSendResult live in results.py (a compiled module cannot define a
+# slotted dataclass subclass) and are still importable from here.
+__all__ = ["LocalTransactionState", "TransactionListener", "TransactionProducer", "TransactionSendResult"]
 
 log = logging.getLogger("orbitmq.client")
-
-
-class LocalTransactionState(enum.Enum):
-    COMMIT_MESSAGE = "COMMIT_MESSAGE"
-    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
-    UNKNOW = "UNKNOW"  # RocketMQ's spelling
-
-    @property
-    def wire_value(self) -> int:
-        """commitOrRollback of END_TRANSACTION."""
-        return _WIRE[self]
-
-
-_WIRE = {
-    LocalTransactionState.COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE,
-    LocalTransactionState.ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE,
-    LocalTransactionState.UNKNOW: TRANSACTION_NOT_TYPE,
-}
 
 
 class TransactionListener(Protocol):
@@ -65,11 +50,6 @@ class TransactionListener(Protocol):
     def execute_local_transaction(self, msg: Message, arg: Any) -> Any: ...
 
     def check_local_transaction(self, msg: MessageExt) -> Any: ...
-
-
-@dataclasses.dataclass(slots=True)
-class TransactionSendResult(SendResult):
-    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
 
 
 class TransactionProducer(Producer):
@@ -82,11 +62,53 @@ class TransactionProducer(Producer):
         namesrv_addrs: str | Sequence[str] | None = None,
         *,
         listener: TransactionListener,
-        **options: Any,
+        instance: ClientInstance | None = None,
+        config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        tls: bool | TlsClientSettings | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        retry_times_async: int = 2,
+        compress_over: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = 4 * 1024 * 1024,
+        retry_another_broker_when_not_store_ok: bool = False,
+        send_latency_fault_enable: bool = False,
+        latency_max: Sequence[int] = LATENCY_MAX_MS,
+        not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
+        create_topic_key: str = DEFAULT_TOPIC,
+        default_topic_queue_nums: int = 4,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        # Every option spelled out (tests/unit/client/test_transaction_options.py keeps the two lists
+        # equal): mypyc, which compiles both classes, mis-passes a forwarded **options dict.
         if listener is None:
             raise ClientError("TransactionListener is null")
-        super().__init__(group, namesrv_addrs, **options)
+        super().__init__(
+            group,
+            namesrv_addrs,
+            instance=instance,
+            config=config,
+            access_key=access_key,
+            secret_key=secret_key,
+            security_token=security_token,
+            tls=tls,
+            send_timeout=send_timeout,
+            retry_times=retry_times,
+            retry_times_async=retry_times_async,
+            compress_over=compress_over,
+            compress_level=compress_level,
+            max_message_size=max_message_size,
+            retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
+            send_latency_fault_enable=send_latency_fault_enable,
+            latency_max=latency_max,
+            not_available_durations=not_available_durations,
+            create_topic_key=create_topic_key,
+            default_topic_queue_nums=default_topic_queue_nums,
+            clock=clock,
+        )
         self.listener = listener
 
     async def start(self) -> None:

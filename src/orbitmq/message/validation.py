@@ -84,6 +84,8 @@ def group_problem(name: str) -> str | None:
 
 
 def validate_topic(name: str) -> None:
+    if name in valid_topics:  # checked before: a producer sends to few topics, many times each
+        return
     if not name or not name.strip():
         raise ClientError("The specified topic is blank")
     if len(name) > TOPIC_MAX_LENGTH:
@@ -92,6 +94,7 @@ def validate_topic(name: str) -> None:
         raise ClientError(
             f"The specified topic[{name}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
         )
+    _remember(valid_topics, name)
 
 
 def validate_group(name: str) -> None:

@@ -20,7 +20,12 @@ from collections.abc import Callable
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection, split_address
+from orbitmq.transport.connection import (
+    DEFAULT_MAX_FRAME_SIZE,
+    Connection,
+    ResponseCallback,
+    split_address,
+)
 from orbitmq.transport.dispatch import Dispatcher, Processor
 
 log = logging.getLogger("orbitmq.transport")
@@ -92,6 +97,20 @@ class RemotingClient:
         if self.rpc_hook is not None:
             self.rpc_hook(request)
         return await conn.invoke(request, timeout)
+
+    def invoke_callback(
+        self, addr: str, request: RemotingCommand, timeout: float, callback: ResponseCallback
+    ) -> bool:
+        """`Connection.invoke_callback` on the pooled connection to `addr`, without a coroutine. False
+        (nothing sent, `callback` never called) when there is no open pooled connection or its writes
+        are paused: the caller then uses `invoke`, which connects or waits."""
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed or conn.writing_paused:
+            return False
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
+        conn.invoke_callback(request, timeout, callback)
+        return True
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         conn = await self.get_connection(addr)

@@ -6,7 +6,9 @@ them; inbound requests are handed to a `request_handler` (the server's or client
 
 Invariants:
 - every pending request is in `_pending` until exactly one of: its response arrives, its timeout
-  fires, the awaiting task is cancelled, or the connection closes; each path removes the entry.
+  fires, the awaiting task is cancelled, or the connection closes; each path removes the entry. A
+  request sent with `invoke_callback` (no future, no coroutine: the producer's hot path) gets its
+  callback called exactly once, by whichever of those paths removes its entry.
 - a frame or header that breaks the protocol closes this connection only (the reason is logged).
 - writes go out with `writelines(encode_command(cmd))` so bodies are never copied here; when the
   transport asks us to pause, `drain()` blocks writers until it resumes (flow control).
@@ -46,6 +48,10 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 
 RequestHandler = Callable[["Connection", RemotingCommand], None]
 CloseCallback = Callable[["Connection"], None]
+# invoke_callback's callback: (response, None) or (None, error), called once on the loop.
+ResponseCallback = Callable[[RemotingCommand | None, Exception | None], None]
+# What waits for a response: invoke's future or invoke_callback's callback.
+Waiter: TypeAlias = "asyncio.Future[RemotingCommand] | ResponseCallback"
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -96,7 +102,7 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         # opaque -> (future, deadline on the loop's clock, timeout, request code). One sweep timer, armed
         # at the earliest deadline, expires them (not one timer per request).
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, float, int]] = {}
+        self._pending: dict[int, tuple[Waiter, float, float, int]] = {}
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._close_callbacks: list[CloseCallback] = []
@@ -106,6 +112,7 @@ class Connection(asyncio.Protocol):
         self._receiving = False
         self._flush_handle: asyncio.Handle | None = None
         self._lost: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of connection_made
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
 
@@ -116,7 +123,8 @@ class Connection(asyncio.Protocol):
         self.remote_address = _format_peer(transport.get_extra_info("peername"))
         self.local_address = _format_peer(transport.get_extra_info("sockname"))
         self.last_activity = self._clock.monotonic()
-        self._lost = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._lost = self._loop.create_future()
         if self._on_open is not None:
             self._on_open(self)
 
@@ -217,11 +225,8 @@ class Connection(asyncio.Protocol):
             self._sweep_handle.cancel()
             self._sweep_handle = None
         pending, self._pending = self._pending, {}
-        for future, _, _, _ in pending.values():
-            if not future.done():
-                future.set_exception(
-                    ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}")
-                )
+        for waiter, _, _, _ in pending.values():
+            _fail(waiter, ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}"))
         self._wake_writers()
         callbacks, self._close_callbacks = self._close_callbacks, []
         for cb in callbacks:
@@ -312,6 +317,22 @@ class Connection(asyncio.Protocol):
             if current is not None and current[0] is future:
                 del self._pending[opaque]
 
+    def invoke_callback(self, request: RemotingCommand, timeout: float, callback: ResponseCallback) -> None:
+        """`invoke` without a coroutine or a future (one send of a busy producer costs less):
+        `callback(response, None)` or `callback(None, error)` runs exactly once, on the loop, when the
+        response arrives, `timeout` passes or the connection closes. It ignores flow control: callers
+        check `writing_paused` first and use `invoke` (which drains) when it is set."""
+        if self.closed:
+            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+        if request.opaque in self._pending:
+            request.opaque = next_opaque()
+        loop = self._loop or asyncio.get_running_loop()  # (asyncio's lookup costs a getpid() call)
+        deadline = loop.time() + max(timeout, 0.0)
+        self._pending[request.opaque] = (callback, deadline, timeout, request.code)
+        if self._sweep_handle is None or deadline < self._sweep_at:
+            self._arm_sweep(loop, deadline)
+        self.send(request)
+
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send `request` with the oneway flag; no response is expected."""
         if self.closed:
@@ -367,9 +388,12 @@ class Connection(asyncio.Protocol):
                 self.remote_address,
             )
             return
-        future = entry[0]
-        if not future.done():
-            future.set_result(response)
+        waiter = entry[0]
+        if isinstance(waiter, asyncio.Future):
+            if not waiter.done():
+                waiter.set_result(response)
+        else:
+            _call_back(waiter, response, None)
 
     def _arm_sweep(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._sweep_handle is not None:
@@ -391,14 +415,13 @@ class Connection(asyncio.Protocol):
             elif earliest is None or deadline < earliest:
                 earliest = deadline
         for opaque in expired:
-            future, _, timeout, code = self._pending.pop(opaque)
-            if not future.done():
-                future.set_exception(
-                    RequestTimeoutError(
-                        f"request code {code} opaque {opaque} to {self.remote_address} "
-                        f"timed out after {timeout}s"
-                    )
-                )
+            waiter, _, timeout, code = self._pending.pop(opaque)
+            _fail(
+                waiter,
+                RequestTimeoutError(
+                    f"request code {code} opaque {opaque} to {self.remote_address} timed out after {timeout}s"
+                ),
+            )
         if earliest is not None and not self.closed:
             self._arm_sweep(loop, earliest)
 
@@ -416,3 +439,20 @@ class Connection(asyncio.Protocol):
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+def _fail(waiter: Waiter, error: Exception) -> None:
+    if isinstance(waiter, asyncio.Future):
+        if not waiter.done():
+            waiter.set_exception(error)
+    else:
+        _call_back(waiter, None, error)
+
+
+def _call_back(callback: ResponseCallback, response: RemotingCommand | None, error: Exception | None) -> None:
+    # The callback runs inside data_received, the sweep timer or connection_lost: its failure must not
+    # break the connection or the other pending requests.
+    try:
+        callback(response, error)
+    except Exception:
+        log.exception("response callback failed")

@@ -13,6 +13,7 @@ from orbitmq.common.errors import ConnectError, RequestTimeoutError
 from orbitmq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from orbitmq.protocol.command import RemotingCommand, encode_command_bytes
 from orbitmq.transport import Connection, RemotingClient, RemotingServer
+from orbitmq.transport.connection import ResponseCallback
 
 ECHO = 1000
 BLOCK = 1001
@@ -287,7 +288,8 @@ async def test_many_concurrent_clients(harness: Harness) -> None:
         await asyncio.gather(*(c.close() for c in clients))
 
 
-async def test_pending_requests_fail_when_the_server_goes_away() -> None:
+async def _blocking_server() -> tuple[RemotingServer, asyncio.Event]:
+    """A started server whose BLOCK requests are answered once the event is set."""
     release = asyncio.Event()
     server = RemotingServer()
 
@@ -297,6 +299,11 @@ async def test_pending_requests_fail_when_the_server_goes_away() -> None:
 
     server.register(BLOCK, block)
     await server.start()
+    return server, release
+
+
+async def test_pending_requests_fail_when_the_server_goes_away() -> None:
+    server, release = await _blocking_server()
     client = RemotingClient()
     try:
         conn = await client.get_connection(server.address)
@@ -371,3 +378,86 @@ async def test_large_bodies_round_trip_with_flow_control(harness: Harness) -> No
         *(harness.client.invoke(addr, RemotingCommand.request(ECHO, body=body), timeout=20) for _ in range(4))
     )
     assert all(bytes(r.body) == body for r in results)
+
+
+class Calls:
+    """invoke_callback's callbacks: every (key, response, error) they were called with."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, RemotingCommand | None, Exception | None]] = []
+        self.changed = asyncio.Event()
+
+    def callback(self, key: int, *, raise_first: bool = False) -> ResponseCallback:
+        def called(resp: RemotingCommand | None, error: Exception | None) -> None:
+            self.seen.append((key, resp, error))
+            self.changed.set()
+            if raise_first and len(self.seen) == 1:
+                raise RuntimeError("a callback broke on purpose")
+
+        return called
+
+    async def wait_for(self, count: int) -> None:
+        while len(self.seen) < count:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 5)
+
+
+async def test_invoke_callback_calls_back_once_per_response(harness: Harness) -> None:
+    addr = harness.server.address
+    calls = Calls()
+    # No pooled connection yet: nothing is sent and the callback is never called.
+    assert not harness.client.invoke_callback(addr, RemotingCommand.request(ECHO), 5, calls.callback(-1))
+    conn = await harness.client.get_connection(addr)
+    for i in range(200):
+        req = RemotingCommand.request(ECHO, {"i": str(i), "spin": str(i % 7)})
+        assert harness.client.invoke_callback(addr, req, 5, calls.callback(i, raise_first=True))
+    await calls.wait_for(200)
+    # A callback that raised (the first one) did not stop the others or close the connection.
+    assert sorted(key for key, _, _ in calls.seen) == list(range(200))
+    for key, resp, error in calls.seen:
+        assert error is None and resp is not None and resp.ext_fields["i"] == str(key)
+    assert conn.pending_count == 0 and not conn.closed
+    resp = await harness.client.invoke(addr, RemotingCommand.request(ECHO, {"x": "1"}), timeout=5)
+    assert resp.ext_fields["x"] == "1"
+    assert len(calls.seen) == 200  # nothing called twice
+
+
+async def test_invoke_callback_times_out_once_and_a_late_answer_is_dropped(harness: Harness) -> None:
+    addr = harness.server.address
+    conn = await harness.client.get_connection(addr)
+    calls = Calls()
+    conn.invoke_callback(RemotingCommand.request(BLOCK), 0.2, calls.callback(1))
+    await calls.wait_for(1)
+    assert calls.seen[0][1] is None and isinstance(calls.seen[0][2], RequestTimeoutError)
+    assert conn.pending_count == 0
+    harness.release.set()  # the late response comes and matches nothing
+    conn.invoke_callback(RemotingCommand.request(ECHO, {"after": "timeout"}), 5, calls.callback(2))
+    await calls.wait_for(2)
+    assert [key for key, _, _ in calls.seen] == [1, 2] and calls.seen[1][2] is None
+
+
+async def test_invoke_callback_fails_every_pending_request_once_when_the_connection_is_lost() -> None:
+    server, release = await _blocking_server()
+    client = RemotingClient()
+    calls = Calls()
+    try:
+        conn = await client.get_connection(server.address)
+        for i in range(5):
+            conn.invoke_callback(RemotingCommand.request(BLOCK), 10, calls.callback(i))
+        assert conn.pending_count == 5
+        await server.stop()
+        await calls.wait_for(5)
+        assert sorted(key for key, _, _ in calls.seen) == list(range(5))
+        assert all(resp is None and isinstance(error, ConnectError) for _, resp, error in calls.seen)
+        assert conn.closed and conn.pending_count == 0
+        with pytest.raises(ConnectError):  # a closed connection refuses at once, calling nothing
+            conn.invoke_callback(RemotingCommand.request(BLOCK), 10, calls.callback(99))
+        assert not client.invoke_callback(
+            server.address, RemotingCommand.request(BLOCK), 10, calls.callback(98)
+        )
+        await asyncio.sleep(0)
+        assert len(calls.seen) == 5
+    finally:
+        release.set()
+        await client.close()
+        await server.stop()
