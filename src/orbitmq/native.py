@@ -33,6 +33,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.protocol.frames",
     "orbitmq.protocol.command",
     "orbitmq.protocol.name_guard",
+    "orbitmq.protocol.send_reply",
     "orbitmq.message.record_layout",
     "orbitmq.message.record",
     "orbitmq.message.record_decode",

@@ -174,6 +174,14 @@ class RemotingCommand:
         body = self.body
         return body if isinstance(body, bytes) else bytes(body)
 
+    # The header encoders, as methods so that a subclass with a fixed shape (protocol/send_reply.py's
+    # SendReply) can write its header from a template instead.
+    def json_header(self) -> bytes:
+        return _json_header(self)
+
+    def binary_header(self) -> bytes:
+        return _binary_header(self)
+
     def __repr__(self) -> str:
         kind = "response" if self.flag & RPC_TYPE else "request"
         return (
@@ -252,10 +260,10 @@ def encode_command(cmd: RemotingCommand) -> list[Buffer]:
     """The frame as pieces for `writelines`: length prefix + header in one piece, then the body
     (or every body part) as given, never copied."""
     if cmd.serialize_type == SerializeType.ROCKETMQ:
-        header = _binary_header(cmd)
+        header = cmd.binary_header()
         type_bits = SerializeType.ROCKETMQ << 24
     else:
-        header = _json_header(cmd)
+        header = cmd.json_header()
         type_bits = 0
     header_length = len(header)
     if header_length > 0xFFFFFF:

@@ -45,6 +45,7 @@ from orbitmq.message.validation import TOPIC_MAX_LENGTH, valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
+from orbitmq.protocol.send_reply import SendReply, SendReplyTemplate
 from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.config import SYNC_FLUSH
 from orbitmq.store.message_store import MessageStore
@@ -309,6 +310,10 @@ class SendProcessor:
         # out itself): waits in arrival order, so deadlines ascend; one timer at the oldest deadline.
         self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
         self._flush_timer: asyncio.TimerHandle | None = None
+        # The success answer's config-dependent ext fields, encoded once (rebuilt if the config changes).
+        self._reply_region = ""
+        self._reply_trace_on = False
+        self._reply_template = self._template("", False)
 
     # ---------------------------------------------------------------------------------- send
     def process_send(
@@ -593,8 +598,21 @@ class SendProcessor:
             code = await app.replication.wait_replicated(result.end_offset)
         return self._response(code, result, queue_id)
 
+    @staticmethod
+    def _template(region: str, trace_on: bool) -> SendReplyTemplate:
+        return SendReplyTemplate(((P.MSG_REGION, region), (P.TRACE_ON, "true" if trace_on else "false")))
+
     def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         config = self.app.config
+        if code == ResponseCode.SUCCESS:
+            # The plain success: no ext dict, its header is written from the template (same bytes).
+            region = config.region_id
+            trace_on = config.trace_on
+            if region != self._reply_region or trace_on != self._reply_trace_on:
+                self._reply_template = self._template(region, trace_on)
+                self._reply_region = region
+                self._reply_trace_on = trace_on
+            return SendReply(code, result.msg_id, queue_id, result.queue_offset, self._reply_template)
         # Built directly (not through success()): the ext dict is new, so it needs no defensive copy.
         return RemotingCommand(
             code,
