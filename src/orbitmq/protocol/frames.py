@@ -14,7 +14,7 @@ prefix, as Netty's LengthFieldBasedFrameDecoder(max, 0, 4, 0, 4) does. It checks
 from __future__ import annotations
 
 import struct
-from typing import TypeAlias
+from typing import NoReturn, TypeAlias
 
 from orbitmq.common.errors import RemoteProtocolError
 
@@ -52,6 +52,18 @@ class FrameDecoder:
         """Bytes received but not yet returned as a frame."""
         return len(self._buffer)
 
+    def _fail_length(self, length: int) -> NoReturn:
+        """Refuse a frame length outside 4..max_frame_size - 4; the stream cannot be resynchronised."""
+        self._broken = True
+        raise RemoteProtocolError(f"bad frame length {length} (must be 4..{self.max_frame_size - 4})")
+
+    def _fail_header(self, length: int, header_length: int) -> NoReturn:
+        """Refuse a header longer than its frame or than max_header_size."""
+        self._broken = True
+        if header_length > length - 4:
+            raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
+        raise RemoteProtocolError(f"header length {header_length} exceeds the limit {self.max_header_size}")
+
     def feed(self, data: Buffer) -> list[bytes]:
         if self._broken:
             raise RemoteProtocolError("frame decoder already failed on this stream")
@@ -73,19 +85,12 @@ class FrameDecoder:
             while end - pos >= 4:
                 (length,) = _INT.unpack_from(view, pos)
                 if length < 4 or length + 4 > max_frame_size:
-                    self._broken = True
-                    raise RemoteProtocolError(f"bad frame length {length} (must be 4..{max_frame_size - 4})")
+                    self._fail_length(length)
                 if end - pos < 8:
                     break
                 header_length = _TWO_INTS.unpack_from(view, pos)[1] & 0xFFFFFF
-                if header_length > length - 4:
-                    self._broken = True
-                    raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
-                if header_length > self.max_header_size:
-                    self._broken = True
-                    raise RemoteProtocolError(
-                        f"header length {header_length} exceeds the limit {self.max_header_size}"
-                    )
+                if header_length > length - 4 or header_length > self.max_header_size:
+                    self._fail_header(length, header_length)
                 stop = pos + 4 + length
                 if stop > end:
                     break
@@ -110,19 +115,12 @@ class FrameDecoder:
             if length >= 0x80000000:  # a signed Java int
                 length -= 0x100000000
             if length < 4 or length + 4 > max_frame_size:
-                self._broken = True
-                raise RemoteProtocolError(f"bad frame length {length} (must be 4..{max_frame_size - 4})")
+                self._fail_length(length)
             if end - pos < 8:
                 break
             header_length = (data[pos + 5] << 16) | (data[pos + 6] << 8) | data[pos + 7]
-            if header_length > length - 4:
-                self._broken = True
-                raise RemoteProtocolError(f"header length {header_length} exceeds frame length {length}")
-            if header_length > self.max_header_size:
-                self._broken = True
-                raise RemoteProtocolError(
-                    f"header length {header_length} exceeds the limit {self.max_header_size}"
-                )
+            if header_length > length - 4 or header_length > self.max_header_size:
+                self._fail_header(length, header_length)
             stop = pos + 4 + length
             if stop > end:
                 break

@@ -61,3 +61,31 @@ def test_a_bytes_chunk_with_two_frames_and_a_tail() -> None:
     assert decoder.buffered == 5
     assert decoder.feed(one[5:]) == [one[4:]]
     assert decoder.buffered == 0
+
+
+def _refusal(chunk: bytes, as_bytes: bool) -> str:
+    decoder = FrameDecoder(200, 30)
+    try:
+        decoder.feed(chunk if as_bytes else bytearray(chunk))
+    except RemoteProtocolError as exc:
+        # A broken stream cannot be resynchronised: the decoder refuses everything after.
+        try:
+            decoder.feed(b"")
+        except RemoteProtocolError as again:
+            assert "already failed" in str(again)
+        else:
+            raise AssertionError("the decoder accepted more input after a refusal") from None
+        return str(exc)
+    raise AssertionError("the frame was accepted")
+
+
+def test_each_limit_is_refused_on_both_paths() -> None:
+    header_over_limit = struct.pack(">iI", 4 + 40, 31) + b"h" * 31 + b"b" * 9  # fits the frame, not the limit
+    header_over_frame = struct.pack(">iI", 4 + 10, 11) + b"h" * 10
+    frame_over_limit = struct.pack(">iI", 200, 0)
+    frame_too_short = struct.pack(">iI", 3, 0)
+    for as_bytes in (True, False):
+        assert _refusal(header_over_limit, as_bytes) == "header length 31 exceeds the limit 30"
+        assert _refusal(header_over_frame, as_bytes) == "header length 11 exceeds frame length 14"
+        assert _refusal(frame_over_limit, as_bytes) == "bad frame length 200 (must be 4..196)"
+        assert _refusal(frame_too_short, as_bytes) == "bad frame length 3 (must be 4..196)"
