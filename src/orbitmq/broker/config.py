@@ -9,7 +9,7 @@ A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelE
 heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
 `clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
 and the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxExtFields`,
-`serverMaxConnections`, `serverMaxInflightPerConnection` (see transport/limits.py).
+`serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis` (see transport/limits.py).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -139,6 +139,7 @@ class BrokerConfig:
     server_max_ext_fields: int = 1024
     server_max_connections: int = 4096
     server_max_inflight_per_connection: int = 4096
+    server_turn_budget_millis: int = 5
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -40,7 +40,7 @@ from orbitmq.transport.log_limit import LogLimiter
 log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
-TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn
+TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
 SLOW_TURN = 0.1  # handling that held the loop longer than this is logged
 _PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
@@ -81,8 +81,10 @@ class Connection(asyncio.Protocol):
         on_open: Callable[[Connection], None] | None = None,
         max_header_size: int | None = None,
         max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
+        turn_budget: float = TURN_BUDGET,
     ) -> None:
         self.name = name
+        self._turn_budget = turn_budget
         self._on_open = on_open
         self.remote_address = ""
         self.local_address = ""
@@ -154,7 +156,7 @@ class Connection(asyncio.Protocol):
         # One connection gets about TURN_BUDGET of the loop per turn: a chunk packed with costly requests
         # must not make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
         started = time.perf_counter()
-        deadline = started + TURN_BUDGET if len(commands) > 1 else 0.0
+        deadline = started + self._turn_budget if len(commands) > 1 else 0.0
         handled = 0
         try:
             for i, cmd in enumerate(commands):

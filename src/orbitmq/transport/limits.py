@@ -8,6 +8,9 @@
 - `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
   flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot of
   the per-code limit.
+- `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
+  when a chunk holds several requests; the rest waits for the next turn, so a connection packing costly
+  requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_S
 
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_MAX_INFLIGHT_PER_CONNECTION = 4096
+DEFAULT_TURN_BUDGET_MILLIS = 5
 
 # property name -> ServerLimits attribute (the config attribute is "server_" + it)
 LIMIT_KEYS = {
@@ -28,6 +32,7 @@ LIMIT_KEYS = {
     "serverMaxExtFields": "max_ext_fields",
     "serverMaxConnections": "max_connections",
     "serverMaxInflightPerConnection": "max_inflight_per_connection",
+    "serverTurnBudgetMillis": "turn_budget_millis",
 }
 
 
@@ -38,6 +43,7 @@ class ServerLimits:
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
+    turn_budget_millis: int = DEFAULT_TURN_BUDGET_MILLIS
 
     @classmethod
     def from_config(cls, config: object) -> ServerLimits:

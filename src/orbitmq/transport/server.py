@@ -187,6 +187,7 @@ class RemotingServer:
             on_open=self._opened,
             max_header_size=self.limits.max_header_size,
             max_ext_fields=self.limits.max_ext_fields,
+            turn_budget=self.limits.turn_budget_millis / 1000,
         )
         conn.add_close_callback(self._closed)
         return conn

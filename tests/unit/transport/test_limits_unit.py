@@ -59,10 +59,17 @@ def test_limit_keys_come_from_both_configs() -> None:
     limits = server_limits(broker)
     assert (limits.max_connections, limits.max_ext_fields) == (7, 9)
     assert "serverMaxInflightPerConnection" in broker.properties()
+    assert (
+        server_limits(BrokerConfig.from_properties({"serverTurnBudgetMillis": "40"})).turn_budget_millis == 40
+    )
     namesrv = NamesrvConfig.from_properties(
         {"serverMaxHeaderSize": "1024", "registerBrokerMaxInflatedSize": "2048"}
     )
     assert server_limits(namesrv).max_header_size == 1024
+    assert (
+        server_limits(NamesrvConfig.from_properties({"serverTurnBudgetMillis": "40"})).turn_budget_millis
+        == 40
+    )
     assert namesrv.register_broker_max_inflated_size == 2048
     with pytest.raises(ValueError, match="positive"):
         ServerLimits.from_values({"max_connections": 0})
@@ -87,6 +94,22 @@ async def test_a_costly_chunk_is_spread_over_loop_turns_in_order() -> None:
     for _ in range(10):
         await asyncio.sleep(0)
     assert handled == [100, 101, 102, 103, 200] and not transport.paused
+
+
+async def test_the_turn_budget_is_the_connections_own() -> None:
+    """serverTurnBudgetMillis reaches the connection: with a budget longer than the chunk's cost the
+    whole chunk is handled in one turn; with the default it is not (the test above)."""
+    handled: list[int] = []
+
+    def handler(conn: Connection, request: RemotingCommand) -> None:
+        handled.append(request.code)
+        time.sleep(TURN_BUDGET * 1.5)
+
+    conn = Connection(request_handler=handler, turn_budget=60.0)
+    transport = PausableTransport(conn)
+    conn.connection_made(transport)
+    conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(100 + i)) for i in range(4)))
+    assert handled == [100, 101, 102, 103] and not transport.paused
 
 
 async def test_inflight_requests_per_connection_are_capped() -> None:
