@@ -40,6 +40,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.message.property_string",
     "orbitmq.message.hashing",
     "orbitmq.message.ids",
+    "orbitmq.message.batch_scan",
     "orbitmq.store.store_message",
     "orbitmq.store.results",
     "orbitmq.store.segment_queue",

@@ -70,47 +70,6 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
-    """The entries of a SEND_BATCH_MESSAGE body; bodies are views into `body` (keep it alive)."""
-    view = memoryview(body).cast("B") if isinstance(body, memoryview) else memoryview(body)
-    end = len(view)
-    pos = 0
-    entries: list[BatchEntry] = []
-    while pos < end:
-        if pos + BATCH_ENTRY_OVERHEAD > end:
-            raise ClientError(
-                f"batch body truncated: entry {len(entries)} at byte {pos} has {end - pos} bytes"
-            )
-        total_size, _, _, flag, body_len = _HEAD.unpack_from(view, pos)
-        body_pos = pos + 20
-        properties_len_pos = body_pos + body_len
-        if body_len < 0 or properties_len_pos + 2 > end:
-            raise ClientError(
-                f"batch entry {len(entries)} at byte {pos}: body length {body_len} runs past the end"
-            )
-        properties_len = _SHORT.unpack_from(view, properties_len_pos)[0]
-        entry_end = properties_len_pos + 2 + properties_len
-        if properties_len < 0 or entry_end > end:
-            raise ClientError(
-                f"batch entry {len(entries)} at byte {pos}: properties length {properties_len} "
-                "runs past the end"
-            )
-        if total_size != entry_end - pos:
-            raise ClientError(
-                f"batch entry {len(entries)} at byte {pos}: TOTALSIZE {total_size} disagrees with its "
-                f"lengths ({entry_end - pos})"
-            )
-        try:
-            properties = str(view[properties_len_pos + 2 : entry_end], "utf-8")
-        except UnicodeDecodeError:
-            raise ClientError(f"batch entry {len(entries)}: properties are not valid UTF-8") from None
-        entries.append(BatchEntry(flag, view[body_pos:properties_len_pos], properties))
-        pos = entry_end
-    if not entries:
-        raise ClientError("empty batch body")
-    return entries
-
-
 def batch_wait_store_msg_ok(properties: str) -> bool:
     """Whether a properties string asks to wait for the store (WAIT absent or not "false")."""
     return f"{P.WAIT}\x01false" not in properties.split("\x02")

@@ -8,7 +8,8 @@ re-exports them, so callers can write `from orbitmq.message import codec`.
 
 from __future__ import annotations
 
-from orbitmq.message.batch import BatchEntry, decode_batch, encode_batch
+from orbitmq.message.batch import BatchEntry, encode_batch
+from orbitmq.message.batch_scan import decode_batch
 from orbitmq.message.compression import (
     DEFAULT_COMPRESS_LEVEL,
     DEFAULT_COMPRESS_THRESHOLD,

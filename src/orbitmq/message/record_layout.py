@@ -129,6 +129,26 @@ def _tail_struct(topic_len: int, properties_len: int) -> struct.Struct:
     return tail
 
 
+def host_sys_flag(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
+    """`sys_flag` with its IPv6 bits set from the host field sizes (8 or 20 bytes), so the stored SYSFLAG
+    describes the stored layout; ClientError for any other size."""
+    born_len = len(born_host)
+    store_len = len(store_host)
+    if born_len == HOST_V4_SIZE:
+        sys_flag &= ~BORNHOST_V6_FLAG
+    elif born_len == HOST_V6_SIZE:
+        sys_flag |= BORNHOST_V6_FLAG
+    else:
+        raise ClientError(f"born host field must be 8 or 20 bytes, not {born_len}")
+    if store_len == HOST_V4_SIZE:
+        sys_flag &= ~STOREHOSTADDRESS_V6_FLAG
+    elif store_len == HOST_V6_SIZE:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    else:
+        raise ClientError(f"store host field must be 8 or 20 bytes, not {store_len}")
+    return sys_flag
+
+
 def pack_record_into(
     buf: WritableBuffer,
     pos: int,
@@ -207,20 +227,7 @@ def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message a
         raise ClientError(
             f"properties string is {properties_len} bytes long; at most {MAX_PROPERTIES_LENGTH} allowed"
         )
-    born_len = len(born_host)
-    store_len = len(store_host)
-    if born_len == HOST_V4_SIZE:
-        sys_flag &= ~BORNHOST_V6_FLAG
-    elif born_len == HOST_V6_SIZE:
-        sys_flag |= BORNHOST_V6_FLAG
-    else:
-        raise ClientError(f"born host field must be 8 or 20 bytes, not {born_len}")
-    if store_len == HOST_V4_SIZE:
-        sys_flag &= ~STOREHOSTADDRESS_V6_FLAG
-    elif store_len == HOST_V6_SIZE:
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG
-    else:
-        raise ClientError(f"store host field must be 8 or 20 bytes, not {store_len}")
+    sys_flag = host_sys_flag(sys_flag, born_host, store_host)
     fixed = _FIXED_BY_FLAGS[(sys_flag >> 4) & 0x3]
     body_len = len(body)
     body_pos = pos + fixed.size

@@ -1,6 +1,6 @@
 """The batch write path (SEND_BATCH_MESSAGE, the Spark sink) described by offsets, not by objects.
 
-A batch body is checked once (`scan_batch`: the same checks and error texts as message.batch.decode_batch)
+A batch body is checked once (message.batch_scan.scan_batch, which decode_batch is built on too)
 and kept as the request bytes plus five ints per message (flag, body position and length, properties
 position and length) and its own properties text (decoded once: the UTF-8 check, and where TAGS, KEYS and
 UNIQ_KEY are read). `append_scanned` then packs every record of the batch in one pass straight into the
@@ -19,11 +19,10 @@ import struct
 import zlib
 from typing import Final
 
-from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
-from orbitmq.message.batch import BATCH_ENTRY_OVERHEAD, BatchEntry
+from orbitmq.message.batch_scan import FIELDS as _FIELDS
+from orbitmq.message.batch_scan import ScannedBatch, scan_batch
 from orbitmq.message.hashing import tags_code as compute_tags_code
-from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE
 from orbitmq.message.property_string import decode_properties, find_property
 from orbitmq.message.record_layout import (
     BLANK_RECORD_SIZE,
@@ -31,8 +30,8 @@ from orbitmq.message.record_layout import (
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC,
     fixed_struct,
+    host_sys_flag,
 )
-from orbitmq.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.consume_queue import CQ_ENTRY, CQ_ENTRY_SIZE
 from orbitmq.store.dispatch import Dispatcher
@@ -40,75 +39,8 @@ from orbitmq.store.key_index import key_hash_with_prefix
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch
 
-_HEAD: Final = struct.Struct(">iiiii")
 _SHORT: Final = struct.Struct(">h")
-_FIELDS: Final = 5  # per message in ScannedBatch.layout: flag, body pos, body len, props pos, props len
 _MAX_RECORD_SLACK: Final = 64 * 1024  # as CommitLog: a record may exceed maxMessageSize by its header
-
-
-class ScannedBatch:
-    """A checked SEND_BATCH_MESSAGE body: the bytes, `_FIELDS` ints per message and its properties."""
-
-    __slots__ = ("count", "layout", "properties", "view")
-
-    def __init__(self, view: memoryview, layout: list[int], properties: list[str]) -> None:
-        self.view = view
-        self.layout = layout
-        self.properties = properties
-        self.count = len(properties)
-
-    def entries(self) -> list[BatchEntry]:
-        """The messages as decode_batch returns them (for the object-based path)."""
-        layout = self.layout
-        view = self.view
-        out: list[BatchEntry] = []
-        for i in range(self.count):
-            j = i * _FIELDS
-            body_pos = layout[j + 1]
-            out.append(BatchEntry(layout[j], view[body_pos : body_pos + layout[j + 2]], self.properties[i]))
-        return out
-
-
-def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
-    """Check a batch body once; raises ClientError exactly where and as decode_batch does."""
-    view = memoryview(body).cast("B") if isinstance(body, memoryview) else memoryview(body)
-    end = len(view)
-    pos = 0
-    layout: list[int] = []
-    properties: list[str] = []
-    head = _HEAD
-    while pos < end:
-        n = len(properties)
-        if pos + BATCH_ENTRY_OVERHEAD > end:
-            raise ClientError(f"batch body truncated: entry {n} at byte {pos} has {end - pos} bytes")
-        total_size, _, _, flag, body_len = head.unpack_from(view, pos)
-        body_pos = pos + 20
-        properties_len_pos = body_pos + body_len
-        if body_len < 0 or properties_len_pos + 2 > end:
-            raise ClientError(f"batch entry {n} at byte {pos}: body length {body_len} runs past the end")
-        properties_len = (view[properties_len_pos] << 8) | view[properties_len_pos + 1]
-        if properties_len >= 0x8000:
-            properties_len -= 0x10000
-        entry_end = properties_len_pos + 2 + properties_len
-        if properties_len < 0 or entry_end > end:
-            raise ClientError(
-                f"batch entry {n} at byte {pos}: properties length {properties_len} runs past the end"
-            )
-        if total_size != entry_end - pos:
-            raise ClientError(
-                f"batch entry {n} at byte {pos}: TOTALSIZE {total_size} disagrees with its "
-                f"lengths ({entry_end - pos})"
-            )
-        try:
-            text = str(view[properties_len_pos + 2 : entry_end], "utf-8")
-        except UnicodeDecodeError:
-            raise ClientError(f"batch entry {n}: properties are not valid UTF-8") from None
-        properties.append(text)
-        layout += (flag, body_pos, body_len, properties_len_pos + 2, properties_len)
-        pos = entry_end
-    if not properties:
-        raise ClientError("empty batch body")
-    return ScannedBatch(view, layout, properties)
 
 
 class AppendedRun:
@@ -174,20 +106,8 @@ def append_scanned(
     topic_len = len(topic_bytes)
     born_host = batch.born_host
     store_host = log.store_host
-    sys_flag = batch.sys_flag
     # pack_record_at's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
-    if len(born_host) == HOST_V4_SIZE:
-        sys_flag &= ~BORNHOST_V6_FLAG
-    elif len(born_host) == HOST_V6_SIZE:
-        sys_flag |= BORNHOST_V6_FLAG
-    else:
-        raise ClientError(f"born host field must be 8 or 20 bytes, not {len(born_host)}")
-    if len(store_host) == HOST_V4_SIZE:
-        sys_flag &= ~STOREHOSTADDRESS_V6_FLAG
-    elif len(store_host) == HOST_V6_SIZE:
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG
-    else:
-        raise ClientError(f"store host field must be 8 or 20 bytes, not {len(store_host)}")
+    sys_flag = host_sys_flag(batch.sys_flag, born_host, store_host)
     fixed = fixed_struct(sys_flag)
     header_size = fixed.size
     extra_text = batch.properties

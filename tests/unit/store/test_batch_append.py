@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from orbitmq.common.clock import FakeClock
 from orbitmq.common.errors import ClientError
-from orbitmq.message.batch import decode_batch, encode_batch
+from orbitmq.message.batch import encode_batch
+from orbitmq.message.batch_scan import decode_batch
 from orbitmq.message.model import Message
 from orbitmq.store import MessageStore, StoreBatch
 from orbitmq.store.batch_append import scan_batch

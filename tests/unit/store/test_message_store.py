@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from orbitmq.common.clock import FakeClock
-from orbitmq.message.batch import decode_batch, encode_batch
+from orbitmq.message.batch import encode_batch
+from orbitmq.message.batch_scan import decode_batch
 from orbitmq.message.codec import decode_record, decode_records
 from orbitmq.message.hashing import java_string_hash
 from orbitmq.message.model import Message
