@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from orbitmq.bench import workloads as wl
+from orbitmq.bench.apache_rmq import ENV_HOME, RocketMQInstall, configured_home, find_install
 from orbitmq.bench.driver import Driver, DriverUnavailable, ServerHandle
 from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.peers import default_peers_dir, load_peer, parse_peer_list
@@ -183,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", type=Path, help="where servers keep their files (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (server logs) afterwards")
     p.add_argument("--peers-dir", type=Path, default=None, help="directory of the peer drivers")
+    p.add_argument(
+        "--rocketmq-home",
+        type=Path,
+        default=None,
+        help="an installed Apache RocketMQ 4.9.x (lib/*.jar with the example jar, conf/; default "
+        "$ORBITMQ_BENCH_ROCKETMQ_HOME): with --serve, W5 runs both brokers SYNC_FLUSH with Apache's "
+        "benchmark Producer and orbitmq's client on each, and W1 adds a Java Producer case on both "
+        "(see orbitmq/bench/rmq_compare.py)",
+    )
     return p
 
 
@@ -272,6 +282,8 @@ class Bench:
         self.results: list[Measurement] = []
         self.servers: list[ServerHandle] = []
         self.probe_rows: dict[int, Measurement] = {}  # id(measurement) -> its route-query row
+        self._rocketmq: RocketMQInstall | None = None
+        self._rocketmq_why: str | None = None
         self.cfg = wl.WorkloadConfig(
             duration=args.duration,
             body_size=args.size,
@@ -412,8 +424,13 @@ class Bench:
             self.stop_servers()
             if self.args.no_orbitmq:
                 return
+            if "W1" in workloads and self.rocketmq_install("W1") is not None:
+                await self.run_rocketmq("W1")
             if "W5" in workloads:
-                await self.run_w5()
+                if self.rocketmq_install("W5") is not None:
+                    await self.run_rocketmq("W5")
+                else:
+                    await self.run_w5()
             if "W6" in workloads:
                 await self.run_w6()
             if "W7" in workloads:
@@ -426,6 +443,46 @@ class Bench:
                 with contextlib.suppress(Exception):
                     await driver.close()
             self.stop_servers()
+
+    def rocketmq_install(self, workload: str) -> RocketMQInstall | None:
+        """The Apache RocketMQ to compare with, else None and (once, for W5) a skipped row saying why."""
+        if self._rocketmq is not None:
+            return self._rocketmq
+        why = self._rocketmq_why
+        if why is None:
+            home = configured_home(self.args.rocketmq_home)
+            if home is None:
+                why = f"no Apache RocketMQ to compare with (--rocketmq-home or {ENV_HOME})"
+            elif not self.args.serve:
+                why = "needs --serve (the bench must own both brokers' flush mode)"
+            else:
+                try:
+                    self._rocketmq = find_install(home)
+                    return self._rocketmq
+                except DriverUnavailable as exc:
+                    why = str(exc)
+            self._rocketmq_why = why
+            self.say(f"apache-rmq: skipped ({why})")
+        if workload == "W5":
+            self.results.append(skipped("W5", "apache+java", why))
+        return None
+
+    async def run_rocketmq(self, workload: str) -> None:
+        from orbitmq.bench import rmq_compare
+
+        install = self._rocketmq
+        assert install is not None
+        found = await rmq_compare.run(
+            workload,
+            install,
+            settings=self.args,
+            cfg=self.cfg,
+            workdir=self.workdir / f"apache-{workload}",
+            progress=self.progress,
+            say=self.say,
+            median=median_run,
+        )
+        self.results += found
 
     async def run_w5(self) -> None:
         # Against a running cluster the bench cannot choose the flush mode: it is the cluster's own.

@@ -138,6 +138,27 @@ def run_queue_wait_seconds(pid: int) -> float | None:
         return None
 
 
+def thread_wait_seconds(pid: int) -> float | None:
+    """Seconds all of pid's threads together have waited runnable for a CPU (/proc/PID/task/*/schedstat).
+
+    For a JVM the main thread only waits in join(): the work (and the queueing) is on other threads.
+    Summed over threads, the share of a window can exceed 1 (several threads queued at once)."""
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return None
+    total = 0
+    for task in tasks:
+        text = _read(task / "schedstat")
+        if text is None:
+            continue  # the thread ended meanwhile
+        try:
+            total += parse_schedstat_wait_ns(text)
+        except ValueError:
+            continue
+    return total / 1e9
+
+
 def rss_split_mib(pid: int) -> tuple[float, float] | None:
     """(RssAnon, RssFile) in MiB: the process's own memory apart from the mapped store files' pages,
     which count in RSS while cached but the kernel can drop at will."""
@@ -171,17 +192,21 @@ class ProcessCpu:
     spawning helpers); they are resolved at construction time.
     """
 
-    def __init__(self, pids: Iterable[int], *, include_descendants: bool = True) -> None:
+    def __init__(
+        self, pids: Iterable[int], *, include_descendants: bool = True, all_threads: bool = False
+    ) -> None:
         roots = list(pids)
         extra = [d for p in roots for d in descendants(p)] if include_descendants else []
         self.pids = sorted(set(roots + extra))
+        # all_threads: count the run-queue wait of every thread (JVMs), not just the main thread's.
+        self.wait_reader = thread_wait_seconds if all_threads else run_queue_wait_seconds
 
     def snapshot(self) -> CpuSnapshot:
         if not self.pids:
             return CpuSnapshot(None)
         readings = [cpu_seconds(pid) for pid in self.pids]
         known = [r for r in readings if r is not None]
-        waits = {pid: w for pid in self.pids if (w := run_queue_wait_seconds(pid)) is not None}
+        waits = {pid: w for pid in self.pids if (w := self.wait_reader(pid)) is not None}
         return CpuSnapshot(sum(known) if known else None, waits)
 
     @staticmethod

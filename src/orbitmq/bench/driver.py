@@ -75,6 +75,9 @@ class Driver(ABC):
     system: str = "?"
     # Bodies arrive as the bytes that were sent (the latency stamp is in the first 8 bytes).
     max_batch: int = 32
+    # Whether the server's run-queue wait is summed over all its threads (a JVM) or read from the main
+    # thread only (orbitmq's event loop, the peers' single-threaded servers).
+    server_all_threads: bool = False
 
     def __init__(self, server: ServerHandle | None = None) -> None:
         self.server = server

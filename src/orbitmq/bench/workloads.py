@@ -85,7 +85,7 @@ async def measure(
     work: Callable[[], Awaitable[int]],
 ) -> Measurement:
     """Run `work` (returns the message count) inside the CPU/wall-clock window; fill `measurement`."""
-    server_cpu = ProcessCpu(driver.server_pids)
+    server_cpu = ProcessCpu(driver.server_pids, all_threads=driver.server_all_threads)
     client_cpu = ProcessCpu([os.getpid()], include_descendants=False)
     s0, c0, t0 = server_cpu.snapshot(), client_cpu.snapshot(), time.perf_counter()
     count = await work()
