@@ -112,6 +112,8 @@ def measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         ),
         server_cores=d.get("server_cores"),
         client_cores=d.get("client_cores"),
+        server_wait=d.get("server_run_queue_wait"),
+        client_wait=d.get("client_run_queue_wait"),
         errors=int(d.get("errors") or 0),
         extra={str(k): float(v) for k, v in (d.get("extra") or {}).items()},
         note=str(d.get("note") or ""),
