@@ -74,8 +74,8 @@ def test_producer_command_line() -> None:
         "-w": "32",
         "-s": "1024",
         "-k": "false",
-        "-y": "false",
     }
+    assert "-y" not in args  # 4.9.0-4.9.3 have no -y and would refuse the command line
     with pytest.raises(ValueError):
         producer_args("127.0.0.1:9876", "t", 0, 1024)
 
