@@ -48,7 +48,7 @@ DEFAULT_TOPIC = "TBW102"
 MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 
 _ID_GENERATOR = UniqueIdGenerator()
-_MAX_HEADER_TEMPLATES = 4096  # (topic, queue) pairs; cleared whole when full
+DEFAULT_MAX_HEADER_TEMPLATES = 4096  # (topic, queue) pairs; cleared whole when full
 
 
 class _Prepared(NamedTuple):
@@ -129,7 +129,11 @@ def send_header_v2(
 
 
 class Producer:
-    """Sends messages; `async with Producer(...) as p: await p.send(msg)`."""
+    """Sends messages; `async with Producer(...) as p: await p.send(msg)`.
+
+    The options are RocketMQ's DefaultMQProducer settings in snake_case, plus orbitmq's own bound
+    `max_header_templates` (4096): the request-header templates kept per (topic, broker, queue), cleared
+    whole when full."""
 
     def __init__(
         self,
@@ -154,6 +158,7 @@ class Producer:
         not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
+        max_header_templates: int = DEFAULT_MAX_HEADER_TEMPLATES,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         security = (access_key, secret_key, security_token, tls)
@@ -170,6 +175,9 @@ class Producer:
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums
+        if max_header_templates < 1:
+            raise ClientError(f"max_header_templates must be positive, not {max_header_templates}")
+        self.max_header_templates = max_header_templates
         self.clock = clock
         self.fault = FaultStrategy(
             enabled=send_latency_fault_enable,
@@ -442,7 +450,7 @@ class Producer:
         )
         template = self._header_templates.get(key)
         if template is None:
-            if len(self._header_templates) >= _MAX_HEADER_TEMPLATES:
+            if len(self._header_templates) >= self.max_header_templates:
                 self._header_templates.clear()
             template = self._header_templates[key] = send_header_v2(
                 group=self.group,

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
 from orbitmq.client.instance import ClientInstance
-from orbitmq.client.producer import DEFAULT_TOPIC, Producer, _Prepared
+from orbitmq.client.producer import DEFAULT_MAX_HEADER_TEMPLATES, DEFAULT_TOPIC, Producer, _Prepared
 from orbitmq.client.results import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
 from orbitmq.client.routing import TopicPublishInfo
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
@@ -80,6 +80,7 @@ class TransactionProducer(Producer):
         not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
+        max_header_templates: int = DEFAULT_MAX_HEADER_TEMPLATES,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         # Every option spelled out (tests/unit/client/test_transaction_options.py keeps the two lists
@@ -107,6 +108,7 @@ class TransactionProducer(Producer):
             not_available_durations=not_available_durations,
             create_topic_key=create_topic_key,
             default_topic_queue_nums=default_topic_queue_nums,
+            max_header_templates=max_header_templates,
             clock=clock,
         )
         self.listener = listener

@@ -154,3 +154,15 @@ def test_header_from_template_equals_built_header(
         )
         assert list(got.items()) == list(want.items())
         got["b"] = "changed"  # the caller's copy: the next header must not see it
+
+
+def test_header_templates_are_bounded_by_the_producers_option() -> None:
+    """`max_header_templates` bounds the per-queue template cache (cleared whole when full); with the
+    built-in 4096 three queues would keep three templates."""
+    producer = Producer("G", "127.0.0.1:9876", max_header_templates=2)
+    for queue_id in range(3):
+        header = producer._header_raw(MessageQueue("T", "b", queue_id), topic="T", props="p")
+        assert header["e"] == str(queue_id)
+        assert 1 <= len(producer._header_templates) <= 2
+    with pytest.raises(ClientError, match="max_header_templates"):
+        Producer("G", "127.0.0.1:9876", max_header_templates=0)
