@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbitmq.client.producer import Producer, put_user_property, select_by_hash, send_header_v2
+from orbitmq.client.producer import Producer
+from orbitmq.client.send_request import put_user_property, select_by_hash, send_header_v2
 from orbitmq.common.clock import FakeClock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
