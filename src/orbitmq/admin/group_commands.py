@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from orbitmq.admin.api import AdminClient, AdminError, group_config
 from orbitmq.admin.registry import (
@@ -23,70 +24,49 @@ from orbitmq.admin.table import format_table, format_timestamp, parse_time
 from orbitmq.admin.views import ConsumerProgress
 from orbitmq.common.errors import BrokerError, ClientError
 
+# updateSubGroup's options: (flag, mqadmin name, SubscriptionGroupConfig field, parser, help).
+_GROUP_OPTIONS: tuple[tuple[str, str, str, Callable[[str], object], str], ...] = (
+    ("-s", "--consumeEnable", "consume_enable", parse_bool, "may the group consume (true/false)"),
+    (
+        "-m",
+        "--consumeFromMinEnable",
+        "consume_from_min_enable",
+        parse_bool,
+        "start from the minimum offset (true/false)",
+    ),
+    (
+        "-d",
+        "--consumeBroadcastEnable",
+        "consume_broadcast_enable",
+        parse_bool,
+        "may the group consume by broadcast (true/false)",
+    ),
+    ("-q", "--retryQueueNums", "retry_queue_nums", non_negative_int, "retry queue count"),
+    ("-r", "--retryMaxTimes", "retry_max_times", non_negative_int, "retries before the dead-letter queue"),
+    ("-i", "--brokerId", "broker_id", non_negative_int, "broker id to consume from"),
+    (
+        "-w",
+        "--whichBrokerWhenConsumeSlowly",
+        "which_broker_when_consume_slowly",
+        int,
+        "broker id to consume from when consumption is slow",
+    ),
+    (
+        "-a",
+        "--notifyConsumerIdsChanged",
+        "notify_consumer_ids_changed_enable",
+        parse_bool,
+        "notify consumers when the group's members change (true/false)",
+    ),
+)
+_GROUP_FIELDS = tuple(option[2] for option in _GROUP_OPTIONS)
+
 
 def _update_group_args(p: argparse.ArgumentParser) -> None:
     broker_or_cluster(p)
     group_option(p)
-    p.add_argument(
-        "-s",
-        "--consumeEnable",
-        dest="consume_enable",
-        type=parse_bool,
-        help="may the group consume (true/false)",
-    )
-    p.add_argument(
-        "-m",
-        "--consumeFromMinEnable",
-        dest="consume_from_min_enable",
-        type=parse_bool,
-        help="start from the minimum offset (true/false)",
-    )
-    p.add_argument(
-        "-d",
-        "--consumeBroadcastEnable",
-        dest="consume_broadcast_enable",
-        type=parse_bool,
-        help="may the group consume by broadcast (true/false)",
-    )
-    p.add_argument(
-        "-q", "--retryQueueNums", dest="retry_queue_nums", type=non_negative_int, help="retry queue count"
-    )
-    p.add_argument(
-        "-r",
-        "--retryMaxTimes",
-        dest="retry_max_times",
-        type=non_negative_int,
-        help="retries before the dead-letter queue",
-    )
-    p.add_argument(
-        "-i", "--brokerId", dest="broker_id", type=non_negative_int, help="broker id to consume from"
-    )
-    p.add_argument(
-        "-w",
-        "--whichBrokerWhenConsumeSlowly",
-        dest="which_broker_when_consume_slowly",
-        type=int,
-        help="broker id to consume from when consumption is slow",
-    )
-    p.add_argument(
-        "-a",
-        "--notifyConsumerIdsChanged",
-        dest="notify_consumer_ids_changed_enable",
-        type=parse_bool,
-        help="notify consumers when the group's members change (true/false)",
-    )
-
-
-_GROUP_FIELDS = (
-    "consume_enable",
-    "consume_from_min_enable",
-    "consume_broadcast_enable",
-    "retry_queue_nums",
-    "retry_max_times",
-    "broker_id",
-    "which_broker_when_consume_slowly",
-    "notify_consumer_ids_changed_enable",
-)
+    for flag, name, dest, parse, text in _GROUP_OPTIONS:
+        p.add_argument(flag, name, dest=dest, type=parse, help=text)
 
 
 @command("updateSubGroup", "create or update a subscription group on a broker or cluster", _update_group_args)

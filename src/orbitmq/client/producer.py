@@ -276,7 +276,9 @@ class Producer:
         mq = queue or select_queue(info, None, self.fault)
         addr = await self._master_address(mq)
         prepared = self._prepare(msg)
-        await self._instance().api.send_message_oneway(addr, prepared.body, self._header(mq, msg, prepared))
+        await self._instance().api.send_message_oneway(
+            addr, prepared.body, self._header(mq, msg.topic, prepared, msg.flag)
+        )
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
@@ -286,54 +288,32 @@ class Producer:
         if not msgs:
             raise ClientError("a batch needs at least one message")
         topic, body, batch_props = encode_checked_batch(msgs, self._validate, self.max_message_size)
+        batch_fields = Prepared(body, 0, batch_props, 0, None)
         return await self._attempts(
             topic,
             ",".join(m.properties[P.UNIQ_KEY] for m in msgs),
             budget=self.send_timeout if timeout is None else timeout,
             attempts=1 if queue is not None else 1 + self.retry_times,
             fixed_queue=queue,
-            build=lambda mq: (body, self._header_raw(mq, topic=topic, props=batch_props, batch=True)),
+            build=lambda mq: (body, self._header(mq, topic, batch_fields, batch=True)),
             batch=True,
         )
 
     # ---- internals --------------------------------------------------------------------------
 
-    def _header(self, mq: MessageQueue, msg: Message, prepared: Prepared) -> dict[str, str]:
-        return self._header_raw(
-            mq,
-            topic=msg.topic,
-            props=prepared.properties,
-            sys_flag=prepared.sys_flag,
-            flag=msg.flag,
-            reconsume=prepared.reconsume_times,
-            max_reconsume=prepared.max_reconsume_times,
-        )
-
-    def _header_raw(
-        self,
-        mq: MessageQueue,
-        *,
-        topic: str,
-        props: str,
-        sys_flag: int = 0,
-        flag: int = 0,
-        reconsume: int = 0,
-        max_reconsume: int | None = None,
-        batch: bool = False,
+    def _header(
+        self, mq: MessageQueue, topic: str, prepared: Prepared, flag: int = 0, batch: bool = False
     ) -> dict[str, str]:
         return self._header_templates.header(
             mq,
-            topic=topic,
-            props=props,
+            topic,
+            prepared,
+            flag,
+            batch,
             group=self.group,
             default_topic=self.create_topic_key,
             default_topic_queue_nums=self.default_topic_queue_nums,
             born_timestamp=self.clock.now_ms(),
-            sys_flag=sys_flag,
-            flag=flag,
-            reconsume=reconsume,
-            max_reconsume=max_reconsume,
-            batch=batch,
         )
 
     async def _master_address(self, mq: MessageQueue) -> str:
@@ -368,7 +348,7 @@ class Producer:
             mq=mq,
             addr=addr,
         )
-        header = self._header(mq, msg, prepared)
+        header = self._header(mq, msg.topic, prepared, msg.flag)
         if not instance.api.start_send_message(addr, prepared.body, header, timeout=budget, callback=call):
             return None  # no open connection yet: the coroutine path connects (the message stays prepared)
         return future
@@ -381,7 +361,7 @@ class Producer:
             budget=budget,
             attempts=attempts,
             fixed_queue=None,
-            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, self._header(mq, msg.topic, prepared, msg.flag)),
         )
 
     async def _send_to_chosen_queue(
@@ -405,7 +385,7 @@ class Producer:
             budget=budget,
             attempts=1,
             fixed_queue=queue,
-            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, self._header(mq, msg.topic, prepared, msg.flag)),
         )
 
     async def _attempts(

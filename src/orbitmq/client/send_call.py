@@ -125,7 +125,7 @@ class SendCall:
             budget=self.budget,
             attempts=self.attempts,
             fixed_queue=None,
-            build=lambda mq: (prepared.body, producer._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, producer._header(mq, msg.topic, prepared, msg.flag)),
             resume=Resume(self.start, 1, self.mq.broker_name, last_error),
         )
         asyncio.get_running_loop().create_task(coro).add_done_callback(self._chain)

@@ -151,19 +151,17 @@ class HeaderTemplates:
     def header(
         self,
         mq: MessageQueue,
-        *,
         topic: str,
-        props: str,
+        prepared: Prepared,
+        flag: int,
+        batch: bool,
+        *,
         group: str,
         default_topic: str,
         default_topic_queue_nums: int,
         born_timestamp: int,
-        sys_flag: int = 0,
-        flag: int = 0,
-        reconsume: int = 0,
-        max_reconsume: int | None = None,
-        batch: bool = False,
     ) -> dict[str, str]:
+        """The header of one send of `prepared` (its properties, sys flag and retry fields) to `mq`."""
         key = (topic, mq.broker_name, mq.queue_id, batch, group, default_topic, default_topic_queue_nums)
         template = self._templates.get(key)
         if template is None:
@@ -183,14 +181,14 @@ class HeaderTemplates:
                 default_topic_queue_nums=default_topic_queue_nums,
             )
         header = template.copy()
-        if sys_flag:
-            header["f"] = str(sys_flag)
+        if prepared.sys_flag:
+            header["f"] = str(prepared.sys_flag)
         header["g"] = str(born_timestamp)
         if flag:
             header["h"] = str(flag)
-        header["i"] = props
-        if reconsume:
-            header["j"] = str(reconsume)
-        if max_reconsume is not None:
-            header["l"] = str(max_reconsume)
+        header["i"] = prepared.properties
+        if prepared.reconsume_times:
+            header["j"] = str(prepared.reconsume_times)
+        if prepared.max_reconsume_times is not None:
+            header["l"] = str(prepared.max_reconsume_times)
         return header

@@ -116,54 +116,48 @@ class Not(_Node):
         return f"(NOT {self.operand})"
 
 
-class And(_Node):
-    is_boolean = True
-
+class _Binary(_Node):
     def __init__(self, left: Expr, right: Expr) -> None:
         super().__init__(left, right)
         self.left, self.right = left, right
 
-    def evaluate(self, props: Props) -> Value:
-        lv = self.left.evaluate(props)
-        if lv is False:
-            return False
-        rv = self.right.evaluate(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
 
-    def __str__(self) -> str:
-        return f"({self.left} AND {self.right})"
+class _Junction(_Binary):
+    """AND / OR with SQL's three-valued logic: a side equal to `decides` decides the whole (the right
+    side is then not evaluated when the left one did); otherwise unknown when either side is."""
 
-
-class Or(_Node):
     is_boolean = True
-
-    def __init__(self, left: Expr, right: Expr) -> None:
-        super().__init__(left, right)
-        self.left, self.right = left, right
+    decides = False
+    word = ""
 
     def evaluate(self, props: Props) -> Value:
+        decides = self.decides
         lv = self.left.evaluate(props)
-        if lv is True:
-            return True
+        if lv is decides:
+            return decides
         rv = self.right.evaluate(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
+        if rv is decides:
+            return decides
+        return None if lv is None or rv is None else not decides
 
     def __str__(self) -> str:
-        return f"({self.left} OR {self.right})"
+        return f"({self.left} {self.word} {self.right})"
 
 
-class Equal(_Node):
+class And(_Junction):
+    decides = False
+    word = "AND"
+
+
+class Or(_Junction):
+    decides = True
+    word = "OR"
+
+
+class Equal(_Binary):
     """`=` and `IS NULL` (RocketMQ's doCreateEqual, including its asymmetric null rule)."""
 
     is_boolean = True
-
-    def __init__(self, left: Expr, right: Expr) -> None:
-        super().__init__(left, right)
-        self.left, self.right = left, right
 
     def evaluate(self, props: Props) -> Value:
         lv = self.left.evaluate(props)
@@ -186,14 +180,14 @@ ORDER_TESTS: dict[str, Callable[[int], bool]] = {
 }
 
 
-class Order(_Node):
+class Order(_Binary):
     """`>`, `>=`, `<`, `<=`: null if either side is null; two strings compare as doubles."""
 
     is_boolean = True
 
     def __init__(self, op: str, left: Expr, right: Expr) -> None:
         super().__init__(left, right)
-        self.op, self.left, self.right = op, left, right
+        self.op = op
         self._test = ORDER_TESTS[op]
 
     def evaluate(self, props: Props) -> Value:
