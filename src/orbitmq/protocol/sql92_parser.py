@@ -96,17 +96,17 @@ class Parser:
         return self._as_boolean(self.or_expr())
 
     def or_expr(self) -> Expr:
-        left = self.and_expr()
-        while self.accept("keyword", "OR"):
-            right = self.and_expr()
-            left = self._bounded(Or(self._as_boolean(left), self._as_boolean(right)))
-        return left
+        return self._junction("OR", self.and_expr, Or)
 
     def and_expr(self) -> Expr:
-        left = self.equality()
-        while self.accept("keyword", "AND"):
-            right = self.equality()
-            left = self._bounded(And(self._as_boolean(left), self._as_boolean(right)))
+        return self._junction("AND", self.equality, And)
+
+    def _junction(self, word: str, operand: Callable[[], Expr], node: Callable[[Expr, Expr], Expr]) -> Expr:
+        """A left-associative chain `operand (word operand)*`, each link bounded in depth."""
+        left = operand()
+        while self.accept("keyword", word):
+            right = operand()
+            left = self._bounded(node(self._as_boolean(left), self._as_boolean(right)))
         return left
 
     def equality(self) -> Expr:

@@ -70,11 +70,13 @@ class _Node(Expr):
         self.depth = 1 + max((c.depth for c in children), default=0)
 
 
-class Negate(_Node):
+class _Unary(_Node):
     def __init__(self, operand: Expr) -> None:
         super().__init__(operand)
         self.operand = operand
 
+
+class Negate(_Unary):
     def evaluate(self, props: Props) -> Value:
         return java_negate(self.operand.evaluate(props))
 
@@ -82,14 +84,10 @@ class Negate(_Node):
         return f"(- {self.operand})"
 
 
-class BoolCast(_Node):
+class BoolCast(_Unary):
     """A bare property used as a boolean: null stays null, a non-Boolean (any string) is FALSE."""
 
     is_boolean = True
-
-    def __init__(self, operand: Expr) -> None:
-        super().__init__(operand)
-        self.operand = operand
 
     def evaluate(self, props: Props) -> Value:
         v = self.operand.evaluate(props)
@@ -101,12 +99,8 @@ class BoolCast(_Node):
         return str(self.operand)
 
 
-class Not(_Node):
+class Not(_Unary):
     is_boolean = True
-
-    def __init__(self, operand: Expr) -> None:
-        super().__init__(operand)
-        self.operand = operand
 
     def evaluate(self, props: Props) -> Value:
         v = self.operand.evaluate(props)
