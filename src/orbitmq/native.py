@@ -60,6 +60,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.client.producer",
     "orbitmq.client.transaction_producer",
     "orbitmq.client.send_call",
+    "orbitmq.client.send_request",
     "orbitmq.client.send_result",
     "orbitmq.transport.client",
 )

@@ -40,6 +40,10 @@ NOT_AT_START = (
     "orbitmq.console.main",
     "orbitmq.console.app",
     "orbitmq.protocol.sql92",
+    "orbitmq.protocol.sql92_lexer",
+    "orbitmq.protocol.sql92_parser",
+    "orbitmq.protocol.sql92_tree",
+    "orbitmq.protocol.sql92_values",
     "yaml",
     "rich",
 )

@@ -19,7 +19,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from orbitmq.admin import acl_commands, message_commands, stats_commands, topic_commands, watch_command
+from orbitmq.admin import (
+    acl_commands,
+    group_commands,
+    message_commands,
+    stats_commands,
+    topic_commands,
+    watch_command,
+)
 from orbitmq.admin.api import AdminClient, AdminError
 from orbitmq.admin.registry import COMMANDS, Command, Report
 from orbitmq.admin.table import to_json_text
@@ -27,7 +34,14 @@ from orbitmq.common.errors import BrokerError, ClientError, ConnectError, OrbitE
 from orbitmq.protocol.codes import ResponseCode
 
 # Imported for their @command registrations.
-_SUBCOMMAND_MODULES = (topic_commands, message_commands, acl_commands, stats_commands, watch_command)
+_SUBCOMMAND_MODULES = (
+    topic_commands,
+    group_commands,
+    message_commands,
+    acl_commands,
+    stats_commands,
+    watch_command,
+)
 
 PROG = "orbitmq admin"
 

@@ -83,3 +83,13 @@ def broker_or_cluster(
 ) -> None:
     parser.add_argument("-b", "--brokerAddr", dest="broker_addr", help=broker_help)
     parser.add_argument("-c", "--clusterName", dest="cluster", help="cluster name (every master of it)")
+
+
+def topic_option(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("-t", "--topic", required=required, help="topic name")
+
+
+def group_option(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument(
+        "-g", "--groupName", "--consumerGroup", dest="group", required=required, help="group name"
+    )

@@ -31,6 +31,7 @@ from orbitmq.broker.transaction import processor as end_transaction
 from orbitmq.broker.transaction.check import TransactionalMessageCheckService
 from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.message.record_layout import set_tail_cache_max
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.name_guard import guard_names
@@ -45,11 +46,18 @@ from orbitmq.transport.signing import request_signer
 from orbitmq.transport.tls import TlsClientSettings, TlsServerSettings
 
 log = logging.getLogger("orbitmq.broker")
-# Seconds a deferred key-index entry may wait before it is written (queries, batches, truncation and
-# shutdown write pending entries first; a crash loses only what recovery re-indexes from the log).
-INDEX_FLUSH_DELAY = 0.01
-
 BROKER_VERSION_DESC = "V4_9_7"
+
+
+def _check_store_bounds(config: BrokerConfig) -> None:
+    """The store's in-memory bounds are refused at construction, as the server limits are."""
+    for key, value, least in (
+        ("recordTailCacheMaxEntries", config.record_tail_cache_max_entries, 1),
+        ("indexDeferMaxEntries", config.index_defer_max_entries, 1),
+        ("indexDeferMillis", config.index_defer_millis, 0),
+    ):
+        if value < least:
+            raise ValueError(f"{key} must be at least {least}, not {value}")
 
 
 class BrokerApp:
@@ -82,6 +90,7 @@ class BrokerApp:
             limits=server_limits(config),
             processor_wrapper=guard_names,
         )
+        _check_store_bounds(config)
         self.outbound = RemotingClient(
             name=f"broker {config.broker_name} outbound",
             clock=clock,
@@ -180,6 +189,7 @@ class BrokerApp:
         store_props = self.config.store_properties()
         store_props["haListenPort"] = str(self.server.port + 1)
         store_config = StoreConfig.from_properties(store_props)
+        set_tail_cache_max(self.config.record_tail_cache_max_entries)  # process-wide, before recovery
         self._store = MessageStore(
             store_config,
             clock=self.clock,
@@ -209,10 +219,14 @@ class BrokerApp:
         )
         # The service itself listens (compiled, it returns at once while no pull is held).
         self._store.add_arrival_listener(self.hold.notify_message_arriving)
-        # Key-index entries are written in batches, at most INDEX_FLUSH_DELAY after the first one was
-        # deferred (or at 256): a timer, not call_soon, so a lone sender's put costs no extra loop turn.
+        # Key-index entries are written in batches, at most `indexDeferMillis` after the first one was
+        # deferred (or at `indexDeferMaxEntries`): a timer, not call_soon, so a lone sender's put costs
+        # no extra loop turn. Queries, batches, truncation and shutdown write pending entries first; a
+        # crash loses only what recovery re-indexes from the log.
         loop = asyncio.get_running_loop()
-        self._store.defer_index_to(lambda flush: loop.call_later(INDEX_FLUSH_DELAY, flush))
+        delay = self.config.index_defer_millis / 1000
+        self._store.dispatcher.index_pending_max = self.config.index_defer_max_entries
+        self._store.defer_index_to(lambda flush: loop.call_later(delay, flush))
         c = self.config
         tx_config = TransactionConfig(
             check_interval_ms=c.transaction_check_interval,

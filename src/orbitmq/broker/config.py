@@ -8,8 +8,12 @@ storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchange
 A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
 heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
 `clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
-and the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxExtFields`,
-`serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis` (see transport/limits.py).
+the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxExtFields`,
+`serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`,
+`serverMaxUnsupportedLogged` (see transport/limits.py), and the store's in-memory bounds the broker
+applies at start: `recordTailCacheMaxEntries` (4096 record-tail layouts cached by (topic, properties)
+length, message/record_layout.py), `indexDeferMaxEntries` (256 deferred key-index entries before they
+are written at once) and `indexDeferMillis` (10 ms, the most the first deferred entry waits).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -140,6 +144,11 @@ class BrokerConfig:
     server_max_connections: int = 4096
     server_max_inflight_per_connection: int = 4096
     server_turn_budget_millis: int = 5
+    server_max_unsupported_logged: int = 4096
+    # The store's in-memory bounds (orbitmq's own keys; applied when the broker starts).
+    record_tail_cache_max_entries: int = 4096
+    index_defer_max_entries: int = 256
+    index_defer_millis: int = 10
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

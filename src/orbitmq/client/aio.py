@@ -19,7 +19,7 @@ from orbitmq.client.api import MQClientAPI
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lite_pull_consumer import LitePullConsumer
-from orbitmq.client.producer import MessageQueueSelector, Producer, put_user_property, select_by_hash
+from orbitmq.client.producer import Producer
 from orbitmq.client.push_consumer import PushConsumer
 from orbitmq.client.request_reply import create_reply_message
 from orbitmq.client.results import (
@@ -34,6 +34,7 @@ from orbitmq.client.results import (
     SendResult,
     SendStatus,
 )
+from orbitmq.client.send_request import MessageQueueSelector, put_user_property, select_by_hash
 from orbitmq.client.subscription import MessageSelector
 from orbitmq.client.transaction_producer import (
     LocalTransactionState,

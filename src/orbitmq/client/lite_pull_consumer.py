@@ -22,6 +22,7 @@ from pathlib import Path
 
 from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_LITE_PULL_MESSAGE, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from orbitmq.client.broker_offsets import BrokerOffsetBackend
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.offset_store import (
@@ -32,7 +33,6 @@ from orbitmq.client.offset_store import (
 )
 from orbitmq.client.options import ConsumerOptions
 from orbitmq.client.process_queue import ProcessQueue
-from orbitmq.client.push_consumer import BrokerOffsetBackend
 from orbitmq.client.rebalance import Rebalancer
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
 from orbitmq.client.routing import subscribe_queues

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from orbitmq.client.api import RETRYABLE_SEND_CODES, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig
@@ -24,112 +24,34 @@ from orbitmq.client.options import own_config
 from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.routing import TopicPublishInfo, select_queue
-from orbitmq.client.send_call import ATTEMPT_FAILURES, Resume, SendCall
+from orbitmq.client.send_call import ATTEMPT_FAILURES, Resume, SendCall, track_send
+from orbitmq.client.send_request import (
+    DEFAULT_MAX_HEADER_TEMPLATES,
+    DEFAULT_TOPIC,
+    HeaderTemplates,
+    MessageQueueSelector,
+    Prepared,
+    encode_checked_batch,
+    prepare_message,
+    select_by_hash,
+)
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import BrokerError, ClientError, ConnectError, RequestTimeoutError
 from orbitmq.message import properties as P
-from orbitmq.message.codec import (
-    UniqueIdGenerator,
-    compress_body,
-    encode_batch,
-    encode_properties,
-    java_string_hash,
-)
 from orbitmq.message.model import Message, MessageExt, MessageQueue
-from orbitmq.message.validation import validate_message, validate_user_property
+from orbitmq.message.validation import validate_message
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DEFAULT_TOPIC = "TBW102"
-
-MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
-
-_ID_GENERATOR = UniqueIdGenerator()
-_MAX_HEADER_TEMPLATES = 4096  # (topic, queue) pairs; cleared whole when full
-
-
-class _Prepared(NamedTuple):
-    body: bytes
-    sys_flag: int
-    properties: str
-    reconsume_times: int
-    max_reconsume_times: int | None
-
-
-def _retrieve_exception(task: asyncio.Future[Any]) -> None:
-    # The caller may drop the task; its failure must not end up as "exception was never retrieved".
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("async send failed: %s", task.exception())
-
-
-def _track(pending: set[asyncio.Future[Any]], task: asyncio.Task[Any]) -> None:
-    """Keep `task` in `pending` until it is done. One done callback instead of two: each callback is
-    one more loop handle per async send."""
-
-    def done(t: asyncio.Future[Any]) -> None:
-        pending.discard(t)
-        _retrieve_exception(t)
-
-    pending.add(task)
-    task.add_done_callback(done)
-
-
-def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
-    """SelectMessageQueueByHash: the queue at |hashCode(arg)| mod n, so one key always lands on one queue
-    (Java's String.hashCode for strings, the value itself for ints)."""
-    h = arg if isinstance(arg, int) else java_string_hash(str(arg))
-    return mqs[abs(h) % len(mqs)]  # Java: |h % n|, the same value as |h| % n
-
-
-def put_user_property(msg: Message, name: str, value: str) -> Message:
-    """Set a user property; reserved names (TAGS, KEYS, UNIQ_KEY, ...) and blank text are refused."""
-    validate_user_property(name, value)
-    msg.properties[name] = value
-    return msg
-
-
-def send_header_v2(
-    *,
-    group: str,
-    topic: str,
-    queue_id: int,
-    sys_flag: int,
-    born_timestamp: int,
-    flag: int,
-    properties: str,
-    broker_name: str,
-    reconsume_times: int = 0,
-    max_reconsume_times: int | None = None,
-    batch: bool = False,
-    default_topic: str = DEFAULT_TOPIC,
-    default_topic_queue_nums: int = 4,
-) -> dict[str, str]:
-    """SendMessageRequestHeaderV2 ext fields (fact sheet 3.1, short names a..n)."""
-    header = {
-        "a": group,
-        "b": topic,
-        "c": default_topic,
-        "d": str(default_topic_queue_nums),
-        "e": str(queue_id),
-        "f": str(sys_flag),
-        "g": str(born_timestamp),
-        "h": str(flag),
-        "i": properties,
-        "j": str(reconsume_times),
-        "k": "false",
-        "m": "true" if batch else "false",
-        "n": broker_name,
-    }
-    if max_reconsume_times is not None:
-        header["l"] = str(max_reconsume_times)
-    return header
-
 
 class Producer:
-    """Sends messages; `async with Producer(...) as p: await p.send(msg)`."""
+    """Sends messages; `async with Producer(...) as p: await p.send(msg)`.
+
+    The options are RocketMQ's DefaultMQProducer settings in snake_case, plus orbitmq's own bound
+    `max_header_templates` (4096): the request-header templates kept per (topic, broker, queue), cleared
+    whole when full."""
 
     def __init__(
         self,
@@ -154,6 +76,7 @@ class Producer:
         not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
+        max_header_templates: int = DEFAULT_MAX_HEADER_TEMPLATES,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         security = (access_key, secret_key, security_token, tls)
@@ -170,6 +93,7 @@ class Producer:
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums
+        self.max_header_templates = max_header_templates
         self.clock = clock
         self.fault = FaultStrategy(
             enabled=send_latency_fault_enable,
@@ -181,7 +105,7 @@ class Producer:
         # send_async futures and background tasks, until done (shutdown waits for them)
         self._pending: set[asyncio.Future[Any]] = set()
         self._request_topics: set[str] = set()  # topics whose brokers heard us before a request
-        self._header_templates: dict[tuple[str, str, int, bool, str, str, int], dict[str, str]] = {}
+        self._header_templates = HeaderTemplates(max_header_templates)
         self.started = False
 
     # ---- lifecycle --------------------------------------------------------------------------
@@ -262,21 +186,8 @@ class Producer:
         if msg.topic == self.create_topic_key:
             raise ClientError(f"The topic[{msg.topic}] is conflict with default topic.")
 
-    def _prepare(self, msg: Message) -> _Prepared:
-        if P.UNIQ_KEY not in msg.properties:
-            msg.properties[P.UNIQ_KEY] = _ID_GENERATOR.next()
-        body, sys_flag = msg.body, 0
-        if len(body) >= self.compress_over:
-            body, sys_flag = compress_body(body, self.compress_level)
-        props = msg.properties
-        reconsume, max_reconsume = 0, None
-        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            # Fact sheet 3.1: these travel in header fields j/l instead of properties.
-            props = dict(props)
-            reconsume = int(props.pop(P.RECONSUME_TIME, "0") or 0)
-            max_value = props.pop(P.MAX_RECONSUME_TIMES, None)
-            max_reconsume = int(max_value) if max_value else None
-        return _Prepared(body, sys_flag, encode_properties(props), reconsume, max_reconsume)
+    def _prepare(self, msg: Message) -> Prepared:
+        return prepare_message(msg, self.compress_over, self.compress_level)
 
     # ---- sending ----------------------------------------------------------------------------
 
@@ -318,7 +229,7 @@ class Producer:
         task = asyncio.get_running_loop().create_task(
             self._send_with_retries(msg, budget, 1 + self.retry_times_async)
         )
-        _track(self._pending, task)
+        track_send(self._pending, task)
         return task
 
     # ---- request-reply ----------------------------------------------------------------------
@@ -355,7 +266,7 @@ class Producer:
         self._validate(msg)
         self._instance()
         task = asyncio.get_running_loop().create_task(self.request(msg, timeout))
-        _track(self._pending, task)
+        track_send(self._pending, task)
         return task
 
     async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
@@ -365,7 +276,9 @@ class Producer:
         mq = queue or select_queue(info, None, self.fault)
         addr = await self._master_address(mq)
         prepared = self._prepare(msg)
-        await self._instance().api.send_message_oneway(addr, prepared.body, self._header(mq, msg, prepared))
+        await self._instance().api.send_message_oneway(
+            addr, prepared.body, self._header(mq, msg.topic, prepared, msg.flag)
+        )
 
     async def send_batch(
         self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
@@ -374,101 +287,34 @@ class Producer:
         msgs = list(messages)
         if not msgs:
             raise ClientError("a batch needs at least one message")
-        topic = msgs[0].topic
-        wait = msgs[0].wait_store_msg_ok
-        for m in msgs:
-            self._validate(m)
-            if m.topic != topic:
-                raise ClientError("The topic of the messages in one batch should be the same")
-            if m.delay_level > 0:
-                raise ClientError("TimeDelayLevel is not supported for batching")
-            if m.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                raise ClientError("Retry Group is not supported for batching")
-            if m.wait_store_msg_ok != wait:
-                raise ClientError("The waitStoreMsgOK of the messages in one batch should the same")
-            if P.UNIQ_KEY not in m.properties:
-                m.properties[P.UNIQ_KEY] = _ID_GENERATOR.next()
-        body = encode_batch(msgs)
-        if len(body) > self.max_message_size:
-            raise ClientError(
-                f"the batch body size {len(body)} is over max value, MAX: {self.max_message_size}"
-            )
-        batch_props = encode_properties({P.WAIT: "true" if wait else "false"})
+        topic, body, batch_props = encode_checked_batch(msgs, self._validate, self.max_message_size)
+        batch_fields = Prepared(body, 0, batch_props, 0, None)
         return await self._attempts(
             topic,
             ",".join(m.properties[P.UNIQ_KEY] for m in msgs),
             budget=self.send_timeout if timeout is None else timeout,
             attempts=1 if queue is not None else 1 + self.retry_times,
             fixed_queue=queue,
-            build=lambda mq: (body, self._header_raw(mq, topic=topic, props=batch_props, batch=True)),
+            build=lambda mq: (body, self._header(mq, topic, batch_fields, batch=True)),
             batch=True,
         )
 
     # ---- internals --------------------------------------------------------------------------
 
-    def _header(self, mq: MessageQueue, msg: Message, prepared: _Prepared) -> dict[str, str]:
-        return self._header_raw(
-            mq,
-            topic=msg.topic,
-            props=prepared.properties,
-            sys_flag=prepared.sys_flag,
-            flag=msg.flag,
-            reconsume=prepared.reconsume_times,
-            max_reconsume=prepared.max_reconsume_times,
-        )
-
-    def _header_raw(
-        self,
-        mq: MessageQueue,
-        *,
-        topic: str,
-        props: str,
-        sys_flag: int = 0,
-        flag: int = 0,
-        reconsume: int = 0,
-        max_reconsume: int | None = None,
-        batch: bool = False,
+    def _header(
+        self, mq: MessageQueue, topic: str, prepared: Prepared, flag: int = 0, batch: bool = False
     ) -> dict[str, str]:
-        # A copy of a per-queue template, then only the per-message fields: building all 13 fields
-        # with str() each time cost more. The key holds every input the template depends on.
-        key = (
+        return self._header_templates.header(
+            mq,
             topic,
-            mq.broker_name,
-            mq.queue_id,
+            prepared,
+            flag,
             batch,
-            self.group,
-            self.create_topic_key,
-            self.default_topic_queue_nums,
+            group=self.group,
+            default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+            born_timestamp=self.clock.now_ms(),
         )
-        template = self._header_templates.get(key)
-        if template is None:
-            if len(self._header_templates) >= _MAX_HEADER_TEMPLATES:
-                self._header_templates.clear()
-            template = self._header_templates[key] = send_header_v2(
-                group=self.group,
-                topic=topic,
-                queue_id=mq.queue_id,
-                sys_flag=0,
-                born_timestamp=0,
-                flag=0,
-                properties="",
-                broker_name=mq.broker_name,
-                batch=batch,
-                default_topic=self.create_topic_key,
-                default_topic_queue_nums=self.default_topic_queue_nums,
-            )
-        header = template.copy()
-        if sys_flag:
-            header["f"] = str(sys_flag)
-        header["g"] = str(self.clock.now_ms())
-        if flag:
-            header["h"] = str(flag)
-        header["i"] = props
-        if reconsume:
-            header["j"] = str(reconsume)
-        if max_reconsume is not None:
-            header["l"] = str(max_reconsume)
-        return header
 
     async def _master_address(self, mq: MessageQueue) -> str:
         addr = await self._instance().find_master_address(mq.broker_name, mq.topic)
@@ -502,7 +348,7 @@ class Producer:
             mq=mq,
             addr=addr,
         )
-        header = self._header(mq, msg, prepared)
+        header = self._header(mq, msg.topic, prepared, msg.flag)
         if not instance.api.start_send_message(addr, prepared.body, header, timeout=budget, callback=call):
             return None  # no open connection yet: the coroutine path connects (the message stays prepared)
         return future
@@ -515,7 +361,7 @@ class Producer:
             budget=budget,
             attempts=attempts,
             fixed_queue=None,
-            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, self._header(mq, msg.topic, prepared, msg.flag)),
         )
 
     async def _send_to_chosen_queue(
@@ -539,7 +385,7 @@ class Producer:
             budget=budget,
             attempts=1,
             fixed_queue=queue,
-            build=lambda mq: (prepared.body, self._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, self._header(mq, msg.topic, prepared, msg.flag)),
         )
 
     async def _attempts(

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from orbitmq.client.broker_offsets import BrokerOffsetBackend
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
 from orbitmq.client.consumer_stats import ConsumerStats
-from orbitmq.client.instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
+from orbitmq.client.instance import ClientInstance
 from orbitmq.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -31,15 +32,14 @@ from orbitmq.client.offset_store import (
 )
 from orbitmq.client.options import ConsumerOptions
 from orbitmq.client.process_queue import ProcessQueue
-from orbitmq.client.producer import Producer
 from orbitmq.client.rebalance import Rebalancer, retry_topic
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
 from orbitmq.client.running_info import consume_directly, running_info
+from orbitmq.client.send_back import SendBack
 from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
-from orbitmq.message import properties as P
-from orbitmq.message.model import Message, MessageExt, MessageQueue
+from orbitmq.message.model import MessageExt, MessageQueue
 from orbitmq.message.validation import validate_topic
 from orbitmq.transport.tls import TlsClientSettings
 
@@ -50,30 +50,6 @@ PULL_RPC_TIMEOUT_S = 30.0
 FLOW_CONTROL_DELAY_S = 0.05
 PULL_EXCEPTION_DELAY_S = 1.0
 LOCK_INTERVAL_S = 20.0
-
-
-class BrokerOffsetBackend:
-    """OffsetBackend over a ClientInstance: offsets live on the master of the queue's broker; while the
-    master is gone, its slave answers (it holds the offsets synced from the master), as RocketMQ's
-    findBrokerAddressInSubscribe does."""
-
-    def __init__(self, instance: ClientInstance) -> None:
-        self.instance = instance
-
-    async def _addr(self, mq: MessageQueue) -> str:
-        addr = await self.instance.find_master_address(mq.broker_name, mq.topic)
-        if addr is None:
-            found = self.instance.broker_address_for_subscribe(mq.broker_name)
-            if found is not None:
-                return found[0]
-            raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
-
-    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
-        return await self.instance.api.query_consumer_offset(await self._addr(mq), group, mq)
-
-    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.instance.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
 
 
 class PushConsumer(ConsumerOptions):
@@ -122,7 +98,7 @@ class PushConsumer(ConsumerOptions):
         self._orderly = False
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._inner_producer: Producer | None = None
+        self._send_back: SendBack | None = None  # made on the first message sent back
         self.rebalancer: Rebalancer | None = None
         self.offset_store: OffsetStore | None = None
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
@@ -292,8 +268,8 @@ class PushConsumer(ConsumerOptions):
             await self.rebalancer.unlock(list(self.rebalancer.process_queues))
         for pq in self.rebalancer.process_queues.values():
             pq.dropped = True
-        if self._inner_producer is not None:
-            await self._inner_producer.shutdown()
+        if self._send_back is not None:
+            await self._send_back.shutdown()
         await self.instance.unregister_consumer(self.group)
         if self._own_instance:
             await self.instance.shutdown()
@@ -500,47 +476,14 @@ class PushConsumer(ConsumerOptions):
     async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
         """CONSUMER_SEND_MSG_BACK to the message's broker; on failure re-send it to the retry topic
         ourselves. False only when both failed (the caller then retries locally)."""
-        assert self.instance is not None
-        addr = self.instance.master_address(mq.broker_name) or msg.store_host
-        try:
-            await self.instance.api.consumer_send_message_back(
-                addr,
-                msg,
-                self.group,
-                delay_level=delay_level,
-                max_reconsume_times=self.max_reconsume,
-                broker_name=mq.broker_name,
-            )
-            return True
-        except Exception as exc:
-            log.debug("%s: send back of %s failed (%s); re-sending it", self.group, msg.msg_id, exc)
-        return await self._send_back_via_producer(msg, 3 + msg.reconsume_times, mq)
+        return await self._sender().send(msg, delay_level, mq, self.max_reconsume)
 
     async def _send_back_via_producer(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> bool:
-        assert self.instance is not None
-        props = dict(msg.properties)
-        props.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
-        props.setdefault(P.RETRY_TOPIC, msg.topic)
-        props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        props[P.MAX_RECONSUME_TIMES] = str(self.max_reconsume)
-        props[P.DELAY] = str(max(delay_level, 1))
-        for transient in (P.MIN_OFFSET, P.MAX_OFFSET, P.TRAN_MSG, P.CLUSTER):
-            props.pop(transient, None)
-        retry = Message(retry_topic(self.group), msg.body, msg.flag, props)
-        try:
-            producer = await self._producer()
-            await producer.send(retry)
-            return True
-        except Exception as exc:
-            log.warning("%s: re-sending %s to %s failed: %s", self.group, msg.msg_id, retry.topic, exc)
-            return False
+        """The orderly service's way back: straight to the retry topic (no broker-side scheduling)."""
+        return await self._sender().via_producer(msg, delay_level, self.max_reconsume)
 
-    async def _producer(self) -> Producer:
-        if self._inner_producer is None:
+    def _sender(self) -> SendBack:
+        if self._send_back is None:
             assert self.instance is not None
-            group = CLIENT_INNER_PRODUCER_GROUP
-            if group in self.instance.producers:
-                group = f"{CLIENT_INNER_PRODUCER_GROUP}_{self.group}"
-            self._inner_producer = Producer(group, instance=self.instance, clock=self.clock)
-            await self._inner_producer.start()
-        return self._inner_producer
+            self._send_back = SendBack(self.group, self.instance, self.clock)
+        return self._send_back

@@ -15,7 +15,8 @@ is not at hand (the producer never starts a SendCall then). Every SendCall fills
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, NamedTuple
+import logging
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.send_result import send_result
@@ -25,7 +26,10 @@ from orbitmq.message.model import Message, MessageQueue
 from orbitmq.protocol.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from orbitmq.client.producer import Producer, _Prepared
+    from orbitmq.client.producer import Producer
+    from orbitmq.client.send_request import Prepared
+
+log = logging.getLogger("orbitmq.client")
 
 # The failures after which another attempt may help (the rest end the send at once).
 ATTEMPT_FAILURES = (ConnectError, RequestTimeoutError, BrokerError)
@@ -50,7 +54,7 @@ class SendCall:
         producer: Producer,
         future: asyncio.Future[SendResult],
         msg: Message,
-        prepared: _Prepared,
+        prepared: Prepared,
         *,
         budget: float,
         attempts: int,
@@ -121,7 +125,7 @@ class SendCall:
             budget=self.budget,
             attempts=self.attempts,
             fixed_queue=None,
-            build=lambda mq: (prepared.body, producer._header(mq, msg, prepared)),
+            build=lambda mq: (prepared.body, producer._header(mq, msg.topic, prepared, msg.flag)),
             resume=Resume(self.start, 1, self.mq.broker_name, last_error),
         )
         asyncio.get_running_loop().create_task(coro).add_done_callback(self._chain)
@@ -133,3 +137,21 @@ class SendCall:
             return
         error = task.exception()
         self.finish(None if error is not None else task.result(), error)
+
+
+def _retrieve_exception(task: asyncio.Future[Any]) -> None:
+    # The caller may drop the task; its failure must not end up as "exception was never retrieved".
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("async send failed: %s", task.exception())
+
+
+def track_send(pending: set[asyncio.Future[Any]], task: asyncio.Task[Any]) -> None:
+    """Keep `task` in `pending` until it is done. One done callback instead of two: each callback is
+    one more loop handle per async send."""
+
+    def done(t: asyncio.Future[Any]) -> None:
+        pending.discard(t)
+        _retrieve_exception(t)
+
+    pending.add(task)
+    task.add_done_callback(done)

@@ -26,9 +26,10 @@ from typing import Any, Protocol
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
 from orbitmq.client.instance import ClientInstance
-from orbitmq.client.producer import DEFAULT_TOPIC, Producer, _Prepared
+from orbitmq.client.producer import Producer
 from orbitmq.client.results import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
 from orbitmq.client.routing import TopicPublishInfo
+from orbitmq.client.send_request import DEFAULT_MAX_HEADER_TEMPLATES, DEFAULT_TOPIC, Prepared
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -80,6 +81,7 @@ class TransactionProducer(Producer):
         not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
         create_topic_key: str = DEFAULT_TOPIC,
         default_topic_queue_nums: int = 4,
+        max_header_templates: int = DEFAULT_MAX_HEADER_TEMPLATES,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         # Every option spelled out (tests/unit/client/test_transaction_options.py keeps the two lists
@@ -107,6 +109,7 @@ class TransactionProducer(Producer):
             not_available_durations=not_available_durations,
             create_topic_key=create_topic_key,
             default_topic_queue_nums=default_topic_queue_nums,
+            max_header_templates=max_header_templates,
             clock=clock,
         )
         self.listener = listener
@@ -126,7 +129,7 @@ class TransactionProducer(Producer):
         except Exception as exc:  # the periodic route refresh and heartbeat will try again
             log.debug("transaction producer %s: early heartbeat failed: %s", self.group, exc)
 
-    def _prepare(self, msg: Message) -> _Prepared:
+    def _prepare(self, msg: Message) -> Prepared:
         prepared = super()._prepare(msg)
         if msg.properties.get(P.TRAN_MSG) == "true":
             return prepared._replace(sys_flag=prepared.sys_flag | TRANSACTION_PREPARED_TYPE)

@@ -85,6 +85,22 @@ _UINT_PAIR: Final = struct.Struct(">iI")
 _SHORT: Final = struct.Struct(">h")
 _BLANK: Final = struct.Struct(">iI")
 _tail_cache: dict[tuple[int, int], struct.Struct] = {}
+# Bounded: properties lengths vary with keys and ids. broker.conf `recordTailCacheMaxEntries` sets it.
+DEFAULT_TAIL_CACHE_MAX = 4096
+_tail_cache_max = DEFAULT_TAIL_CACHE_MAX
+
+
+def set_tail_cache_max(entries: int) -> None:
+    """Bound the (topic length, properties length) -> struct cache (the broker calls this at start)."""
+    global _tail_cache_max
+    if entries < 1:
+        raise ValueError(f"recordTailCacheMaxEntries must be positive, not {entries}")
+    _tail_cache_max = entries
+    _tail_cache.clear()
+
+
+def tail_cache_size() -> int:
+    return len(_tail_cache)
 
 
 def fixed_struct(sys_flag: int) -> struct.Struct:
@@ -123,7 +139,7 @@ def _tail_struct(topic_len: int, properties_len: int) -> struct.Struct:
     key = (topic_len, properties_len)
     tail = _tail_cache.get(key)
     if tail is None:
-        if len(_tail_cache) >= 4096:  # bounded: properties lengths vary with keys and ids
+        if len(_tail_cache) >= _tail_cache_max:
             _tail_cache.clear()
         tail = _tail_cache[key] = struct.Struct(f">B{topic_len}sh{properties_len}s")
     return tail

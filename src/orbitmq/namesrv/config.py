@@ -5,9 +5,9 @@ kept (GET_NAMESRV_CONFIG shows them) but have no effect. Two names are orbitmq's
 small deployments: `scanNotActiveBrokerInterval` (ms, RocketMQ hard-codes 10000) and
 `brokerChannelExpiredTime` (ms, RocketMQ hard-codes 120000); `serverChannelMaxIdleTimeSeconds` is
 RocketMQ's NettyServerConfig name. The per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`,
-`serverMaxExtFields`, `serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`
-(transport/limits.py) and `registerBrokerMaxInflatedSize` (the most a compressed REGISTER_BROKER body may
-inflate to) are orbitmq's.
+`serverMaxExtFields`, `serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`,
+`serverMaxUnsupportedLogged` (transport/limits.py) and `registerBrokerMaxInflatedSize` (the most a
+compressed REGISTER_BROKER body may inflate to) are orbitmq's.
 
 Also holds the Java properties text codec used by GET/UPDATE_NAMESRV_CONFIG bodies and the file.
 This module must not know sockets or request codes.
@@ -75,6 +75,7 @@ class NamesrvConfig:
     server_max_connections: int = 4096
     server_max_inflight_per_connection: int = 4096
     server_turn_budget_millis: int = 5
+    server_max_unsupported_logged: int = 4096
     register_broker_max_inflated_size: int = 32 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -99,6 +100,7 @@ class NamesrvConfig:
         "serverMaxConnections": ("server_max_connections", INT),
         "serverMaxInflightPerConnection": ("server_max_inflight_per_connection", INT),
         "serverTurnBudgetMillis": ("server_turn_budget_millis", INT),
+        "serverMaxUnsupportedLogged": ("server_max_unsupported_logged", INT),
         "registerBrokerMaxInflatedSize": ("register_broker_max_inflated_size", INT),
     }
 

@@ -199,6 +199,7 @@ class Dispatcher:
         # 10 ms loop timer) then calls `flush_index()`, so the index is written in batches after the
         # responses left. Anything that reads or reorders the index flushes first.
         self.index_pending: list[IndexItem] = []
+        self.index_pending_max = _INDEX_PENDING_MAX  # broker.conf `indexDeferMaxEntries`
         self.defer_index: Callable[[], object] | None = None
 
     def flush_index(self) -> None:
@@ -296,7 +297,7 @@ class Dispatcher:
                     pending.append((r.topic, keys, r.physical_offset, r.store_timestamp))
                     if len(pending) == 1:
                         defer()
-                    elif len(pending) >= _INDEX_PENDING_MAX:
+                    elif len(pending) >= self.index_pending_max:
                         self.flush_index()
         end = r.physical_offset + r.size
         self.reput_offset = max(self.reput_offset, end)

@@ -11,6 +11,9 @@
 - `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
   when a chunk holds several requests; the rest waits for the next turn, so a connection packing costly
   requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
+- `serverMaxUnsupportedLogged`: (request code, client) pairs remembered so that an unsupported request
+  is logged at INFO once per pair; past it new pairs are logged at DEBUG only, so a client cycling
+  through codes cannot grow the set without bound.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_S
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_MAX_INFLIGHT_PER_CONNECTION = 4096
 DEFAULT_TURN_BUDGET_MILLIS = 5
+DEFAULT_MAX_UNSUPPORTED_LOGGED = 4096
 
 # property name -> ServerLimits attribute (the config attribute is "server_" + it)
 LIMIT_KEYS = {
@@ -33,6 +37,7 @@ LIMIT_KEYS = {
     "serverMaxConnections": "max_connections",
     "serverMaxInflightPerConnection": "max_inflight_per_connection",
     "serverTurnBudgetMillis": "turn_budget_millis",
+    "serverMaxUnsupportedLogged": "max_unsupported_logged",
 }
 
 
@@ -44,6 +49,7 @@ class ServerLimits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
     turn_budget_millis: int = DEFAULT_TURN_BUDGET_MILLIS
+    max_unsupported_logged: int = DEFAULT_MAX_UNSUPPORTED_LOGGED
 
     @classmethod
     def from_config(cls, config: object) -> ServerLimits:

@@ -78,6 +78,7 @@ class RemotingServer:
             max_pending_per_code=max_pending_per_code,
             max_inflight_per_connection=self.limits.max_inflight_per_connection,
         )
+        self._dispatcher.unsupported_log_limit = self.limits.max_unsupported_logged
         self._server: asyncio.Server | None = None
         self._connections: set[Connection] = set()
         self._on_open: list[ConnectionListener] = []

@@ -14,6 +14,7 @@ from orbitmq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from orbitmq.protocol.command import RemotingCommand, encode_command_bytes
 from orbitmq.transport import Connection, RemotingClient, RemotingServer
 from orbitmq.transport.connection import ResponseCallback
+from orbitmq.transport.limits import ServerLimits
 
 ECHO = 1000
 BLOCK = 1001
@@ -172,6 +173,31 @@ async def test_unknown_code_is_logged_at_info_once_per_code_and_client(
         r for r in caplog.records if r.levelno == logging.DEBUG and "9998 not supported" in r.getMessage()
     ]
     assert len(debug) == 2  # the repeats are still visible at DEBUG
+
+
+async def test_unsupported_codes_logged_at_info_up_to_the_servers_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """serverMaxUnsupportedLogged bounds the remembered (code, client) pairs: past it a new pair is
+    logged at DEBUG only (with the built-in 4096 all three would be logged at INFO)."""
+    caplog.set_level(logging.DEBUG, logger="orbitmq")
+    server = RemotingServer(name="limited", limits=ServerLimits(max_unsupported_logged=2))
+    await server.start()
+    client = RemotingClient(connect_timeout=2.0)
+    try:
+        for code in (9991, 9992, 9993):
+            resp = await client.invoke(server.address, RemotingCommand.request(code), timeout=5)
+            assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    finally:
+        await client.close()
+        await server.stop()
+    info = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.INFO and "not supported" in r.getMessage()
+    ]
+    assert [code for code in ("9991", "9992", "9993") if any(code in m for m in info)] == ["9991", "9992"]
+    assert any("9993 not supported" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
 
 
 async def test_processor_exception_gets_system_error_with_the_text(harness: Harness) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbitmq.client.producer import Producer, put_user_property, select_by_hash, send_header_v2
+from orbitmq.client.producer import Producer
+from orbitmq.client.send_request import Prepared, put_user_property, select_by_hash, send_header_v2
 from orbitmq.common.clock import FakeClock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -127,16 +128,7 @@ def test_header_from_template_equals_built_header(
     for create_key, queue_nums in (("TBW102", 4), ("TBW102", 4), ("OTHER", 4), ("OTHER", 8)):
         producer.create_topic_key, producer.default_topic_queue_nums = create_key, queue_nums
         clock.advance(0.005)
-        got = producer._header_raw(
-            mq,
-            topic="T",
-            props="p",
-            sys_flag=sys_flag,
-            flag=flag,
-            reconsume=reconsume,
-            max_reconsume=max_reconsume,
-            batch=batch,
-        )
+        got = producer._header(mq, "T", Prepared(b"", sys_flag, "p", reconsume, max_reconsume), flag, batch)
         want = send_header_v2(
             group="G",
             topic="T",
@@ -154,3 +146,15 @@ def test_header_from_template_equals_built_header(
         )
         assert list(got.items()) == list(want.items())
         got["b"] = "changed"  # the caller's copy: the next header must not see it
+
+
+def test_header_templates_are_bounded_by_the_producers_option() -> None:
+    """`max_header_templates` bounds the per-queue template cache (cleared whole when full); with the
+    built-in 4096 three queues would keep three templates."""
+    producer = Producer("G", "127.0.0.1:9876", max_header_templates=2)
+    for queue_id in range(3):
+        header = producer._header(MessageQueue("T", "b", queue_id), "T", Prepared(b"", 0, "p", 0, None))
+        assert header["e"] == str(queue_id)
+        assert 1 <= len(producer._header_templates) <= 2
+    with pytest.raises(ClientError, match="max_header_templates"):
+        Producer("G", "127.0.0.1:9876", max_header_templates=0)

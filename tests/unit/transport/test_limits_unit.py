@@ -71,6 +71,10 @@ def test_limit_keys_come_from_both_configs() -> None:
         == 40
     )
     assert namesrv.register_broker_max_inflated_size == 2048
+    for config_class in (BrokerConfig, NamesrvConfig):
+        config = config_class.from_properties({"serverMaxUnsupportedLogged": "3"})
+        assert server_limits(config).max_unsupported_logged == 3
+        assert server_limits(config_class()).max_unsupported_logged == 4096
     with pytest.raises(ValueError, match="positive"):
         ServerLimits.from_values({"max_connections": 0})
 
