@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orbitmq.broker.processors.base import BadRequest
-from orbitmq.broker.processors.send import V2_NAMES, _fast_v2_header, _send_header
+from orbitmq.broker.processors.send_request import V2_NAMES
+from orbitmq.broker.processors.send_request import fast_v2_header as _fast_v2_header
+from orbitmq.broker.processors.send_request import send_header as _send_header
 
 COMMON = st.sampled_from(["0", "1", "3", "4", "4095", "4096", "70000", "1700000000000"])
 ODD = st.sampled_from(
