@@ -69,3 +69,15 @@ def test_the_common_header_takes_the_fast_path() -> None:
         assert _fast_v2_header(ext | {"d": value}) == _send_header(ext | {"d": value}, V2_NAMES)
     assert _fast_v2_header(ext | {"e": "70000"}) == _send_header(ext | {"e": "70000"}, V2_NAMES)
     assert _fast_v2_header(ext | {"e": "007"}) == _send_header(ext | {"e": "007"}, V2_NAMES)
+
+
+def test_born_timestamps_at_the_long_edges() -> None:
+    """Up to 18 digits skip the range check; 19 and more are checked against Java's long range. Digits that
+    are not decimals (superscripts) go to the careful reader."""
+    ext = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "h": "0"}
+    for born in ("999999999999999999", "9223372036854775807", "0009223372036854775807"):
+        fast = _fast_v2_header(ext | {"g": born})
+        assert fast is not None
+        assert fast == _send_header(ext | {"g": born}, V2_NAMES)
+    for born in ("9223372036854775808", "99999999999999999999", "\u00b2", "1\u00b2"):
+        assert _fast_v2_header(ext | {"g": born}) is None

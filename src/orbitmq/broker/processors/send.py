@@ -73,6 +73,7 @@ _NOT_ALLOWED_SEND_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS
 _PERM_WRITE: Final[int] = PERM_WRITE
 _SYNC_FLUSH: Final = SYNC_FLUSH
 _SEND_MESSAGE_V1: Final[int] = RequestCode.SEND_MESSAGE
+_VALID_TOPICS: Final = valid_topics
 
 _PUT_ERRORS: dict[str, tuple[int, str]] = {
     "CREATE_MAPEDFILE_FAILED": (
@@ -302,7 +303,7 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{app.config.broker_ip1}] sending message is forbidden",
             )
-        reason = None if topic in valid_topics else validate_topic_name(topic)
+        reason = None if topic in _VALID_TOPICS else validate_topic_name(topic)
         if reason is not None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in _NOT_ALLOWED_SEND_TOPICS:

@@ -185,10 +185,15 @@ def fast_v2_header(ext: dict[str, str]) -> SendHeader | None:
             and INT_MIN <= reconsume_times <= INT_MAX
         ):
             return None
-    if not g.isdecimal():
+    # (isdigit, not isdecimal: compiled, it is a native call. A digit int() cannot read is not a decimal
+    # either: None, as before. Up to 18 digits is inside Java's long range without comparing big ints.)
+    if not g.isdigit():
         return None
-    born_timestamp = int(g)
-    if not LONG_MIN <= born_timestamp <= LONG_MAX:
+    try:
+        born_timestamp = int(g)
+    except ValueError:
+        return None
+    if len(g) > 18 and not LONG_MIN <= born_timestamp <= LONG_MAX:
         return None
     # C++ clients write "0"/"1"; the usual "false" skips the call
     batch = batch_text is not None and batch_text != "false" and parse_boolean(batch_text)
