@@ -41,7 +41,7 @@ from orbitmq.broker.topics import (
 from orbitmq.message import properties as P
 from orbitmq.message.batch import batch_wait_store_msg_ok
 from orbitmq.message.hashing import tags_code as compute_tags_code
-from orbitmq.message.property_string import decode_properties, encode_properties, find_property
+from orbitmq.message.property_string import decode_properties, encode_properties, find_property_key
 from orbitmq.message.sysflag import (
     MULTI_TAGS_FLAG,
     TRANSACTION_COMMIT_TYPE,
@@ -74,6 +74,10 @@ _PERM_WRITE: Final[int] = PERM_WRITE
 _SYNC_FLUSH: Final = SYNC_FLUSH
 _SEND_MESSAGE_V1: Final[int] = RequestCode.SEND_MESSAGE
 _VALID_TOPICS: Final = valid_topics
+# find_property_key's search keys for the properties the store indexes
+_TAGS_KEY: Final = "\x02" + P.TAGS + "\x01"
+_KEYS_KEY: Final = "\x02" + P.KEYS + "\x01"
+_UNIQ_KEY_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
 
 _PUT_ERRORS: dict[str, tuple[int, str]] = {
     "CREATE_MAPEDFILE_FAILED": (
@@ -243,10 +247,10 @@ class SendProcessor:
                         born_host=host,
                         reconsume_times=reconsume_times,
                         # read here once, so the store does not decode the properties again
-                        tags_code=compute_tags_code(find_property(stored, P.TAGS)),
+                        tags_code=compute_tags_code(find_property_key(stored, _TAGS_KEY)),
                         properties_read=True,
-                        keys=find_property(stored, P.KEYS),
-                        uniq_key=find_property(stored, P.UNIQ_KEY),
+                        keys=find_property_key(stored, _KEYS_KEY),
+                        uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
                     )
                 )
                 return self.respond(result, wait, queue_id, topic, store)
