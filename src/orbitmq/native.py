@@ -54,6 +54,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
+    "orbitmq.broker.processors.send_request",
     "orbitmq.broker.stats",
     "orbitmq.broker.long_polling",
     # the producer's send path; TransactionProducer subclasses Producer, so both are compiled

@@ -50,7 +50,12 @@ def join_properties(own: str, extra: str) -> str:
 def find_property(text: str, name: str) -> str | None:
     """The value `decode_properties(text).get(name)` gives, found with two string searches instead of a
     dict of every property (the last non-empty occurrence wins, as there)."""
-    key = "\x02" + name + "\x01"
+    return find_property_key(text, "\x02" + name + "\x01")
+
+
+def find_property_key(text: str, key: str) -> str | None:
+    """`find_property` with its search key "\x02NAME\x01" made by the caller (the send path keeps them as
+    constants: no two string concatenations per lookup)."""
     end = len(text)
     while True:
         i = text.rfind(key, 0, end)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import struct
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import orjson
 
@@ -35,8 +35,13 @@ from orbitmq.protocol.codes import CURRENT_VERSION, RPC_ONEWAY, RPC_TYPE, Langua
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
-_INT_MIN = -(2**31)
-_INT_MAX = 2**31 - 1
+# Final (literal values): compiled, a Final constant is inlined or a C static, not a module dict lookup.
+_INT_MIN: Final = -2147483648
+_INT_MAX: Final = 2147483647
+_SERIALIZE_JSON: Final[int] = SerializeType.JSON
+_SERIALIZE_ROCKETMQ: Final[int] = SerializeType.ROCKETMQ
+_LANGUAGE_JAVA: Final[int] = LanguageCode.JAVA
+_LANGUAGE_OTHER_CODE: Final[int] = LanguageCode.OTHER
 
 _opaque_counter = itertools.count()
 
@@ -194,15 +199,15 @@ class RemotingCommand:
 
 # ------------------------------------------------------------------ encoding
 
-_PREFIX = struct.Struct(">iI")
-_BINARY_FIXED = struct.Struct(">HBHIIi")
-_EXT_KEY = struct.Struct(">H")
-_EXT_VALUE = struct.Struct(">i")
-_INT = struct.Struct(">i")
+_PREFIX: Final = struct.Struct(">iI")
+_BINARY_FIXED: Final = struct.Struct(">HBHIIi")
+_EXT_KEY: Final = struct.Struct(">H")
+_EXT_VALUE: Final = struct.Struct(">i")
+_INT: Final = struct.Struct(">i")
 
-_LANGUAGE_NAME = {code.value: code.name.encode() for code in LanguageCode}
-_LANGUAGE_BY_NAME: dict[str, int] = {code.name: code for code in LanguageCode}
-_LANGUAGE_BY_CODE: dict[int, int] = {code.value: code for code in LanguageCode}
+_LANGUAGE_NAME: Final = {code.value: code.name.encode() for code in LanguageCode}
+_LANGUAGE_BY_NAME: Final[dict[str, int]] = {code.name: code for code in LanguageCode}
+_LANGUAGE_BY_CODE: Final[dict[int, int]] = {code.value: code for code in LanguageCode}
 _LANGUAGE_OTHER = b"OTHER"
 
 # fastjson's key order (alphabetical bean properties); extFields and remark only when present.
@@ -259,9 +264,9 @@ def _binary_header(cmd: RemotingCommand) -> bytes:
 def encode_command(cmd: RemotingCommand) -> list[Buffer]:
     """The frame as pieces for `writelines`: length prefix + header in one piece, then the body
     (or every body part) as given, never copied."""
-    if cmd.serialize_type == SerializeType.ROCKETMQ:
+    if cmd.serialize_type == _SERIALIZE_ROCKETMQ:
         header = cmd.binary_header()
-        type_bits = SerializeType.ROCKETMQ << 24
+        type_bits = _SERIALIZE_ROCKETMQ << 24
     else:
         header = cmd.json_header()
         type_bits = 0
@@ -329,16 +334,17 @@ def _int_field(obj: Mapping[str, Any], name: str, default: int) -> int:
 
 def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
     try:
-        obj = orjson.loads(header)
+        parsed = orjson.loads(header)
     except orjson.JSONDecodeError:
-        obj = _lenient_json(header)
-    if type(obj) is not dict:
+        parsed = _lenient_json(header)
+    if type(parsed) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
-    get = obj.get
-    code = get("code", 0)
-    version = get("version", 0)
-    opaque = get("opaque", 0)
-    flag = get("flag", 0)
+    # typed, so that compiled the reads below are dict calls (a bound `get` kept in a local is not)
+    obj: dict[str, Any] = parsed
+    code = obj.get("code", 0)
+    version = obj.get("version", 0)
+    opaque = obj.get("opaque", 0)
+    flag = obj.get("flag", 0)
     # the common case: four ints in range; anything else goes the careful way
     if not (
         type(code) is int
@@ -354,17 +360,17 @@ def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingComm
         version = _int_field(obj, "version", 0)
         opaque = _int_field(obj, "opaque", 0)
         flag = _int_field(obj, "flag", 0)
-    language = get("language")
+    language = obj.get("language")
     if type(language) is str:
-        language = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
+        language = _LANGUAGE_BY_NAME.get(language, _LANGUAGE_OTHER_CODE)
     elif language is None:
-        language = LanguageCode.JAVA
+        language = _LANGUAGE_JAVA
     else:
-        language = _int_field(obj, "language", LanguageCode.JAVA)
-    remark = get("remark")
+        language = _int_field(obj, "language", _LANGUAGE_JAVA)
+    remark = obj.get("remark")
     if remark is not None and type(remark) is not str:
         remark = _ext_text(remark)
-    ext = get("extFields")
+    ext = obj.get("extFields")
     if ext is None:
         ext = {}
     elif type(ext) is not dict:
@@ -397,8 +403,8 @@ def _lenient_json(header: memoryview) -> object:
         raise RemoteProtocolError(f"broken JSON header: {exc}") from None
 
 
-_SHORT = struct.Struct(">h")
-_BINARY_FIXED_SIGNED = struct.Struct(">hbhiii")
+_SHORT: Final = struct.Struct(">h")
+_BINARY_FIXED_SIGNED: Final = struct.Struct(">hbhiii")
 
 
 def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
@@ -451,7 +457,7 @@ def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCo
     )
 
 
-_WORD = struct.Struct(">I")
+_WORD: Final = struct.Struct(">I")
 
 
 def decode_command(frame: Buffer, max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS) -> RemotingCommand:
@@ -468,9 +474,9 @@ def decode_command(frame: Buffer, max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS) 
     if header_end > size:
         raise RemoteProtocolError(f"header length {header_length} exceeds frame of {size} bytes")
     header = view[4:header_end]
-    if serialize_type == SerializeType.JSON:
+    if serialize_type == _SERIALIZE_JSON:
         cmd = _decode_json_header(header, max_ext_fields)
-    elif serialize_type == SerializeType.ROCKETMQ:
+    elif serialize_type == _SERIALIZE_ROCKETMQ:
         cmd = _decode_binary_header(header, max_ext_fields)
     else:
         raise RemoteProtocolError(f"unknown serialize type {serialize_type}")

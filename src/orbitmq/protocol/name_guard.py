@@ -14,19 +14,23 @@ request costs a set lookup per name field, not a regex.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from orbitmq.message.validation import group_problem, topic_problem, valid_groups, valid_topics
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 
 # Header keys that hold a topic / a group in any request (fact sheet section 3 headers).
-TOPIC_KEYS = ("topic", "originTopic")
-GROUP_KEYS = ("consumerGroup", "producerGroup", "group", "groupName", "srcGroup", "destGroup")
+TOPIC_KEYS: Final = ("topic", "originTopic")
+GROUP_KEYS: Final = ("consumerGroup", "producerGroup", "group", "groupName", "srcGroup", "destGroup")
 # SEND_MESSAGE_V2's short names: a = producerGroup, b = topic.
-_V2_CODES = frozenset(
+_V2_CODES: Final = frozenset(
     {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
 )
+# The caches of names found valid (never rebound, only cleared), as Final statics: compiled, no lookup in
+# the module dict per request.
+_VALID_TOPICS: Final = valid_topics
+_VALID_GROUPS: Final = valid_groups
 
 
 def request_name_problem(code: int, ext: Mapping[str, str] | None) -> str | None:
@@ -38,24 +42,23 @@ def request_name_problem(code: int, ext: Mapping[str, str] | None) -> str | None
         return None
     if code in _V2_CODES and "b" in ext:
         topic = ext["b"]
-        if topic not in valid_topics:
+        if topic not in _VALID_TOPICS:
             problem = topic_problem(topic)
             if problem is not None:
                 return problem
         group = ext.get("a")
-        if group is not None and group not in valid_groups:
+        if group is not None and group not in _VALID_GROUPS:
             return group_problem(group)
         return None
-    get = ext.get
     for key in TOPIC_KEYS:
-        value = get(key)
-        if value is not None and value not in valid_topics and value != "null":
+        value = ext.get(key)
+        if value is not None and value not in _VALID_TOPICS and value != "null":
             problem = topic_problem(value)
             if problem is not None:
                 return problem
     for key in GROUP_KEYS:
-        value = get(key)
-        if value is not None and value not in valid_groups and value != "null":
+        value = ext.get(key)
+        if value is not None and value not in _VALID_GROUPS and value != "null":
             problem = group_problem(value)
             if problem is not None:
                 return problem

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Final
 
 import orjson
 
 from orbitmq.protocol.codes import RPC_TYPE, LanguageCode
 from orbitmq.protocol.command import RemotingCommand
 
-_BINARY_FIXED_NO_REMARK = struct.Struct(">HBHIIiI")  # ...remark length 0, ext length
-_KEY_LENGTH = struct.Struct(">H")
-_VALUE_LENGTH = struct.Struct(">i")
+_BINARY_FIXED_NO_REMARK: Final = struct.Struct(">HBHIIiI")  # ...remark length 0, ext length
+_KEY_LENGTH: Final = struct.Struct(">H")
+_VALUE_LENGTH: Final = struct.Struct(">i")
 
-_LANGUAGE_NAME = {code.value: code.name for code in LanguageCode}
+_LANGUAGE_NAME: Final[dict[int, str]] = {code.value: code.name for code in LanguageCode}
 
 
 def _json_plain(text: str) -> bool:
@@ -42,10 +43,10 @@ def _binary_entry(key: str, value: bytes) -> bytes:
     return _KEY_LENGTH.pack(len(key_bytes)) + key_bytes + _VALUE_LENGTH.pack(len(value)) + value
 
 
-_MSG_ID_KEY = _KEY_LENGTH.pack(5) + b"msgId"
-_QUEUE_ID_KEY = _KEY_LENGTH.pack(7) + b"queueId"
-_QUEUE_OFFSET_KEY = _KEY_LENGTH.pack(11) + b"queueOffset"
-_TRANSACTION_ID_KEY = _KEY_LENGTH.pack(13) + b"transactionId"
+_MSG_ID_KEY: Final = _KEY_LENGTH.pack(5) + b"msgId"
+_QUEUE_ID_KEY: Final = _KEY_LENGTH.pack(7) + b"queueId"
+_QUEUE_OFFSET_KEY: Final = _KEY_LENGTH.pack(11) + b"queueOffset"
+_TRANSACTION_ID_KEY: Final = _KEY_LENGTH.pack(13) + b"transactionId"
 
 
 class SendReplyTemplate:
@@ -119,7 +120,7 @@ class SendReply(RemotingCommand):
         if (
             self.remark is not None
             or language is None
-            or not _json_plain(msg_id)
+            or not (msg_id.isalnum() or _json_plain(msg_id))
             or not (transaction_id is None or _json_plain(transaction_id))
         ):
             return self.to_command().json_header()

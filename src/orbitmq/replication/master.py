@@ -93,8 +93,11 @@ class HAService:
         self._new_data.set()
 
     def notify_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
-        """`notify_new_data` as the store's arrival listener (called per put: one frame, no lambda)."""
-        self._new_data.set()
+        """`notify_new_data` as the store's arrival listener (called per put: one frame, no lambda).
+        Without a slave nobody waits: no Event.set per put then (a slave's send loop that starts later
+        reads the log before its first wait)."""
+        if self._connections:
+            self._new_data.set()
 
     def is_slave_ok(self, master_put_offset: int) -> bool:
         """SYNC_MASTER precondition: a slave is connected and not too far behind."""

@@ -23,7 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
@@ -40,8 +40,9 @@ from orbitmq.transport.log_limit import LogLimiter
 log = logging.getLogger("orbitmq.transport")
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
-TURN_BUDGET = 0.005  # seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
-SLOW_TURN = 0.1  # handling that held the loop longer than this is logged
+# seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
+TURN_BUDGET: Final = 0.005
+SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged
 _PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview

@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orbitmq.broker.processors.base import BadRequest
-from orbitmq.broker.processors.send import V2_NAMES, _fast_v2_header, _send_header
+from orbitmq.broker.processors.send_request import V2_NAMES
+from orbitmq.broker.processors.send_request import fast_v2_header as _fast_v2_header
+from orbitmq.broker.processors.send_request import send_header as _send_header
 
 COMMON = st.sampled_from(["0", "1", "3", "4", "4095", "4096", "70000", "1700000000000"])
 ODD = st.sampled_from(
@@ -67,3 +69,15 @@ def test_the_common_header_takes_the_fast_path() -> None:
         assert _fast_v2_header(ext | {"d": value}) == _send_header(ext | {"d": value}, V2_NAMES)
     assert _fast_v2_header(ext | {"e": "70000"}) == _send_header(ext | {"e": "70000"}, V2_NAMES)
     assert _fast_v2_header(ext | {"e": "007"}) == _send_header(ext | {"e": "007"}, V2_NAMES)
+
+
+def test_born_timestamps_at_the_long_edges() -> None:
+    """Up to 18 digits skip the range check; 19 and more are checked against Java's long range. Digits that
+    are not decimals (superscripts) go to the careful reader."""
+    ext = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "h": "0"}
+    for born in ("999999999999999999", "9223372036854775807", "0009223372036854775807"):
+        fast = _fast_v2_header(ext | {"g": born})
+        assert fast is not None
+        assert fast == _send_header(ext | {"g": born}, V2_NAMES)
+    for born in ("9223372036854775808", "99999999999999999999", "\u00b2", "1\u00b2"):
+        assert _fast_v2_header(ext | {"g": born}) is None

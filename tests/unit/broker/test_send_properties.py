@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orbitmq.broker.processors.send import _plain_properties, _plain_properties_general
+from orbitmq.broker.processors.send_request import plain_properties as _plain_properties
+from orbitmq.broker.processors.send_request import plain_properties_general as _plain_properties_general
 from orbitmq.message.property_string import decode_properties, encode_properties
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orbitmq.broker.processors.send import _property
 from orbitmq.message.property_string import decode_properties
+from orbitmq.message.property_string import find_property as _property
 
 NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAGSX", ""]
 segment = st.one_of(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from orbitmq.broker.processors.base import BadRequest, guarded
 from orbitmq.broker.processors.send import SendProcessor
-from orbitmq.broker.processors.send import _born_host as born_host_of
+from orbitmq.broker.processors.send_request import born_host as born_host_of
 from orbitmq.message import properties as P
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode

@@ -14,9 +14,20 @@ import collections
 import random
 import threading
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from orbitmq.broker.processors.base import BadRequest, Fields, error, guarded, success
+from orbitmq.broker.processors.base import BadRequest, error, guarded
+from orbitmq.broker.processors.send_back import send_back
+from orbitmq.broker.processors.send_request import (
+    DELAY_ENTRY,
+    TRAN_MSG_ENTRY,
+    V1_NAMES,
+    V2_NAMES,
+    born_host,
+    fast_v2_header,
+    plain_properties,
+    send_header,
+)
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
@@ -25,26 +36,22 @@ from orbitmq.broker.topics import (
     SCHEDULE_TOPIC,
     TopicConfig,
     dlq_topic,
-    is_writeable,
-    retry_topic,
     validate_topic_name,
 )
 from orbitmq.message import properties as P
 from orbitmq.message.batch import batch_wait_store_msg_ok
 from orbitmq.message.hashing import tags_code as compute_tags_code
-from orbitmq.message.hosts import pack_address, pack_host
-from orbitmq.message.property_string import decode_properties, encode_properties, find_property
-from orbitmq.message.record_decode import decode_record
+from orbitmq.message.property_string import decode_properties, encode_properties, find_property_key
 from orbitmq.message.sysflag import (
     MULTI_TAGS_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     transaction_type,
 )
-from orbitmq.message.validation import TOPIC_MAX_LENGTH, valid_topics
+from orbitmq.message.validation import valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
+from orbitmq.protocol.java_values import parse_boolean
 from orbitmq.protocol.send_reply import SendReply, SendReplyTemplate
 from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.config import SYNC_FLUSH
@@ -59,202 +66,18 @@ if TYPE_CHECKING:
 
 V3_4_9 = 121
 TOPIC_NOT_EXIST_HELP = "http://rocketmq.apache.org/docs/faq/"
-
-# Header V2 short name -> V1 long name (fact sheet 3.1).
-V2_TO_V1 = {
-    "a": "producerGroup",
-    "b": "topic",
-    "c": "defaultTopic",
-    "d": "defaultTopicQueueNums",
-    "e": "queueId",
-    "f": "sysFlag",
-    "g": "bornTimestamp",
-    "h": "flag",
-    "i": "properties",
-    "j": "reconsumeTimes",
-    "k": "unitMode",
-    "l": "maxReconsumeTimes",
-    "m": "batch",
-    "n": "bname",
-}
-V2_NAMES = {long: short for short, long in V2_TO_V1.items()}
-V1_NAMES = {long: long for long in V2_TO_V1.values()}
-
-# Properties that need the full property map (delay redirect, transactions); others take the fast path.
-_NEEDS_PROPERTY_MAP = (P.DELAY + "\x01", P.TRAN_MSG + "\x01")
-_DROPPED_PREFIXES = (P.WAIT + "\x01", P.CLUSTER + "\x01")
-
-
-_WAIT_ENTRY = P.WAIT + "\x01"
-_CLUSTER_ENTRY = P.CLUSTER + "\x01"
-_WAIT_TRUE_TAIL = "\x02" + P.WAIT + "\x01true"  # where RocketMQ's clients put WAIT: last
-
-
-def _plain_properties(text: str, cluster: str) -> tuple[str, bool]:
-    """The stored properties string (WAIT removed, CLUSTER set) and whether the sender waits for the store."""
-    if text.endswith(_WAIT_TRUE_TAIL):
-        # What clients send: "...<0x02>WAIT<0x01>true" last. Cut it off when the rest is already clean (no
-        # other WAIT or CLUSTER entry, no empty segment), which is what the general path would keep.
-        kept = text[: len(text) - len(_WAIT_TRUE_TAIL)]
-        if (
-            kept
-            and _WAIT_ENTRY not in kept
-            and _CLUSTER_ENTRY not in kept
-            and "\x02\x02" not in kept
-            and not kept.startswith("\x02")
-            and not kept.endswith("\x02")
-        ):
-            return kept + "\x02" + _CLUSTER_ENTRY + cluster, True
-    return _plain_properties_general(text, cluster)
-
-
-def _plain_properties_general(text: str, cluster: str) -> tuple[str, bool]:
-    wait = True
-    if _WAIT_ENTRY in text or _CLUSTER_ENTRY in text:
-        kept = []
-        for segment in text.split("\x02"):
-            if segment.startswith(_DROPPED_PREFIXES):
-                if segment == P.WAIT + "\x01false":
-                    wait = False
-                continue
-            if segment:
-                kept.append(segment)
-        text = "\x02".join(kept)
-    cluster_entry = _CLUSTER_ENTRY + cluster
-    return (text + "\x02" + cluster_entry if text else cluster_entry), wait
-
-
-_property = find_property  # the send path reads TAGS/KEYS/UNIQ_KEY without a property map
-
-
-# "0".."4095" -> the int: the usual values of a send header's small fields, read with one lookup.
-_SMALL_INTS: dict[str, int] = {str(i): i for i in range(4096)}
-
-_SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
-
-
-def _send_header(ext: dict[str, str], n: dict[str, str]) -> _SendHeader:
-    """The send header through `Fields`: every check, with RocketMQ's error remarks."""
-    f = Fields(ext)
-    producer_group = f.req_str(n["producerGroup"])
-    topic = f.req_str(n["topic"])
-    default_topic = f.req_str(n["defaultTopic"])
-    default_queue_nums = f.req_int(n["defaultTopicQueueNums"])
-    queue_id = f.req_int(n["queueId"])
-    sys_flag = f.req_int(n["sysFlag"])
-    born_timestamp = f.req_long(n["bornTimestamp"])
-    flag = f.req_int(n["flag"])
-    properties_text = f.opt_str(n["properties"]) or ""
-    reconsume_times = f.opt_int(n["reconsumeTimes"], 0)
-    max_name = n["maxReconsumeTimes"]
-    max_reconsume_times = f.opt_int(max_name, -1) if max_name in ext else None
-    batch = f.opt_bool(n["batch"], False)  # the flag, not the request code, picks the batch path
-    return (
-        producer_group,
-        topic,
-        default_topic,
-        default_queue_nums,
-        queue_id,
-        sys_flag,
-        born_timestamp,
-        flag,
-        properties_text,
-        reconsume_times,
-        max_reconsume_times,
-        batch,
-    )
-
-
-def _fast_v2_header(ext: dict[str, str]) -> _SendHeader | None:
-    """The V2 header of a well-formed request in one pass; None if anything is missing, "null", not a
-    plain decimal or out of range, so that `_send_header` reads it as Java does, with the exact remark."""
-    get = ext.get
-    producer_group = get("a")
-    topic = get("b")
-    default_topic = get("c")
-    properties_text = get("i")
-    reconsume = get("j")
-    batch_text = get("m")
-    if (
-        producer_group is None
-        or topic is None
-        or default_topic is None
-        or producer_group == "null"
-        or topic == "null"
-        or default_topic == "null"
-        or properties_text == "null"
-        or reconsume == "null"
-        or "l" in ext
-    ):
-        return None
-    try:
-        d, e, f, g, h = ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
-    except KeyError:
-        return None
-    # The small fields (queue numbers, flags, reconsume times) are nearly always short canonical decimals:
-    # one dict lookup each instead of isdecimal + int() + range checks.
-    small = _SMALL_INTS.get
-    default_queue_nums = small(d, -1)
-    queue_id = small(e, -1)
-    sys_flag = small(f, -1)
-    flag = small(h, -1)
-    reconsume_times = 0 if reconsume is None else small(reconsume, -1)
-    if default_queue_nums < 0 or queue_id < 0 or sys_flag < 0 or flag < 0 or reconsume_times < 0:
-        # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
-        # everything odd go through `_send_header`, which reads them as Java does
-        if not (
-            d.isdecimal()
-            and e.isdecimal()
-            and f.isdecimal()
-            and h.isdecimal()
-            and (reconsume is None or reconsume.isdecimal())
-        ):
-            return None
-        default_queue_nums = int(d)
-        queue_id = int(e)
-        sys_flag = int(f)
-        flag = int(h)
-        reconsume_times = 0 if reconsume is None else int(reconsume)
-        if not (
-            INT_MIN <= default_queue_nums <= INT_MAX
-            and INT_MIN <= queue_id <= INT_MAX
-            and INT_MIN <= sys_flag <= INT_MAX
-            and INT_MIN <= flag <= INT_MAX
-            and INT_MIN <= reconsume_times <= INT_MAX
-        ):
-            return None
-    if not g.isdecimal():
-        return None
-    born_timestamp = int(g)
-    if not LONG_MIN <= born_timestamp <= LONG_MAX:
-        return None
-    # C++ clients write "0"/"1"; the usual "false" skips the call
-    batch = batch_text is not None and batch_text != "false" and parse_boolean(batch_text)
-    return (
-        producer_group,
-        topic,
-        default_topic,
-        default_queue_nums,
-        queue_id,
-        sys_flag,
-        born_timestamp,
-        flag,
-        properties_text or "",
-        reconsume_times,
-        None,
-        batch,
-    )
-
-
-def _born_host(conn: Connection) -> bytes:
-    """The producer's address as stored in BORNHOST (packed once per connection)."""
-    packed = conn.state.get("born_host")
-    if isinstance(packed, bytes):
-        return packed
-    packed = pack_address(conn.remote_address) if conn.remote_address else pack_host("127.0.0.1", 0)
-    conn.state["born_host"] = packed
-    return packed
-
+# The constants the send path reads per request, as Final statics of this module (compiled: no lookup in
+# the module dict per use).
+_RETRY_PREFIX: Final = RETRY_GROUP_TOPIC_PREFIX
+_NOT_ALLOWED_SEND_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS
+_PERM_WRITE: Final[int] = PERM_WRITE
+_SYNC_FLUSH: Final = SYNC_FLUSH
+_SEND_MESSAGE_V1: Final[int] = RequestCode.SEND_MESSAGE
+_VALID_TOPICS: Final = valid_topics
+# find_property_key's search keys for the properties the store indexes
+_TAGS_KEY: Final = "\x02" + P.TAGS + "\x01"
+_KEYS_KEY: Final = "\x02" + P.KEYS + "\x01"
+_UNIQ_KEY_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
 
 _PUT_ERRORS: dict[str, tuple[int, str]] = {
     "CREATE_MAPEDFILE_FAILED": (
@@ -331,10 +154,10 @@ class SendProcessor:
         app = self.app
         ext = request.ext_fields
         # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
-        v2 = request.code != RequestCode.SEND_MESSAGE and "b" in ext
-        header = _fast_v2_header(ext) if v2 else None
+        v2 = request.code != _SEND_MESSAGE_V1 and "b" in ext
+        header = fast_v2_header(ext) if v2 else None
         if header is None:
-            header = _send_header(ext, V2_NAMES if v2 else V1_NAMES)
+            header = send_header(ext, V2_NAMES if v2 else V1_NAMES)
         (
             producer_group,
             topic,
@@ -369,7 +192,7 @@ class SendProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         body = request.body
-        born_host = _born_host(conn)
+        host = born_host(conn)
         store = app.store  # (a property: read once)
         cluster = app.config.broker_cluster_name
         if batch:
@@ -394,7 +217,7 @@ class SendProcessor:
                 queue_id=queue_id,
                 sys_flag=sys_flag,
                 born_timestamp=born_timestamp,
-                born_host=born_host,
+                born_host=host,
                 entries=(),
                 scanned=scanned,
                 properties=encode_properties(props),
@@ -405,11 +228,13 @@ class SendProcessor:
         else:
             if not body:
                 raise BadRequest(ResponseCode.MESSAGE_ILLEGAL, "the message body is empty")
-            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not any(
-                k in properties_text for k in _NEEDS_PROPERTY_MAP
+            if (
+                not topic.startswith(_RETRY_PREFIX)
+                and DELAY_ENTRY not in properties_text
+                and TRAN_MSG_ENTRY not in properties_text
             ):
                 # The common case: only WAIT goes and CLUSTER comes; no property map needed.
-                stored, wait = _plain_properties(properties_text, cluster)
+                stored, wait = plain_properties(properties_text, cluster)
                 result = store.put_message(
                     StoreMessage(
                         topic=topic,
@@ -419,13 +244,13 @@ class SendProcessor:
                         properties=stored,
                         sys_flag=sys_flag,
                         born_timestamp=born_timestamp,
-                        born_host=born_host,
+                        born_host=host,
                         reconsume_times=reconsume_times,
                         # read here once, so the store does not decode the properties again
-                        tags_code=compute_tags_code(_property(stored, P.TAGS)),
+                        tags_code=compute_tags_code(find_property_key(stored, _TAGS_KEY)),
                         properties_read=True,
-                        keys=_property(stored, P.KEYS),
-                        uniq_key=_property(stored, P.UNIQ_KEY),
+                        keys=find_property_key(stored, _KEYS_KEY),
+                        uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
                     )
                 )
                 return self.respond(result, wait, queue_id, topic, store)
@@ -458,7 +283,7 @@ class SendProcessor:
                 properties=encode_properties(props),
                 sys_flag=sys_flag,
                 born_timestamp=born_timestamp,
-                born_host=born_host,
+                born_host=host,
                 reconsume_times=reconsume_times,
             )
             result = store.put_message(msg)
@@ -477,15 +302,15 @@ class SendProcessor:
     ) -> TopicConfig:
         app = self.app
         # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
-        if not app.config.broker_permission & PERM_WRITE:
+        if not app.config.broker_permission & _PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{app.config.broker_ip1}] sending message is forbidden",
             )
-        reason = None if topic in valid_topics else validate_topic_name(topic)
+        reason = None if topic in _VALID_TOPICS else validate_topic_name(topic)
         if reason is not None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
-        if topic in NOT_ALLOWED_SEND_TOPICS:
+        if topic in _NOT_ALLOWED_SEND_TOPICS:
             raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         tc = app.topics.table.get(topic)  # (TopicConfigManager.select, without its call)
         if tc is None:
@@ -497,7 +322,7 @@ class SendProcessor:
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please! {TOPIC_NOT_EXIST_HELP}",
                 )
-        if not tc.perm & PERM_WRITE:
+        if not tc.perm & _PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the topic[{topic}] sending message is forbidden",
@@ -580,7 +405,7 @@ class SendProcessor:
             code == ResponseCode.SUCCESS
             and wait
             and (
-                (store or app.store).config.flush_disk_type == SYNC_FLUSH
+                (store or app.store).config.flush_disk_type == _SYNC_FLUSH
                 or app.config.broker_role == "SYNC_MASTER"
             )
         ):
@@ -672,88 +497,8 @@ class SendProcessor:
 
     # ---------------------------------------------------------------------------------- send back
     async def process_send_back(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        """A consumer gives a message back: to %RETRY%group with a delay level, or to %DLQ%group."""
-        app = self.app
-        f = Fields(request.ext_fields)
-        offset = f.req_long("offset")
-        group = f.req_str("group")
-        delay_level = f.req_int("delayLevel")
-        header_max = f.opt_int("maxReconsumeTimes", -1) if "maxReconsumeTimes" in request.ext_fields else None
-        if app.config.is_slave:
-            raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave")
-        group_cfg = app.subscription_groups.find(group)
-        if group_cfg is None:
-            raise BadRequest(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
-            )
-        if not is_writeable(app.config.broker_permission):
-            raise BadRequest(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{app.config.broker_ip1}] sending message is forbidden",
-            )
-        if group_cfg.retry_queue_nums <= 0:
-            return success()
-        new_topic = retry_topic(group)
-        _check_send_back_topic(new_topic, group)
-        topics_before = len(app.topics.table)
-        queue_id = random.randrange(group_cfg.retry_queue_nums)
-        tc = app.topics.create_in_send_back(new_topic, group_cfg.retry_queue_nums, PERM_READ | PERM_WRITE)
-        if not is_writeable(tc.perm):
-            raise BadRequest(
-                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
-            )
-        raw = app.store.select_one_message_by_offset(offset)
-        if raw is None:
-            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
-        msg = decode_record(raw, decompress=False)
-        props = dict(msg.properties)
-        props.setdefault(P.RETRY_TOPIC, msg.topic)
-        props.pop(P.WAIT, None)
-        max_times = group_cfg.retry_max_times
-        if request.version >= V3_4_9 and header_max is not None:
-            max_times = header_max
-        if msg.reconsume_times >= max_times or delay_level < 0:
-            new_topic = dlq_topic(group)
-            _check_send_back_topic(new_topic, group)
-            queue_id = 0
-            tc = app.topics.create_in_send_back(new_topic, 1, PERM_READ | PERM_WRITE)
-            props.pop(P.DELAY, None)
-        else:
-            if delay_level == 0:
-                delay_level = 3 + msg.reconsume_times
-            props[P.DELAY] = str(delay_level)
-        props.setdefault(P.ORIGIN_MESSAGE_ID, msg.offset_msg_id)
-        props[P.CLUSTER] = app.config.broker_cluster_name
-        topic, queue_id = self.redirect_delayed(new_topic, queue_id, msg.sys_flag, props)
-        store_msg = StoreMessage(
-            topic=topic,
-            queue_id=queue_id,
-            flag=msg.flag,
-            body=msg.body,
-            properties=encode_properties(props),
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=pack_address(msg.born_host) if msg.born_host else pack_host("127.0.0.1", 0),
-            reconsume_times=msg.reconsume_times + 1,
-        )
-        result = app.store.put_message(store_msg)
-        if len(app.topics.table) != topics_before:
-            await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
-        answer = self.respond(result, True, queue_id, topic)
-        response = answer if isinstance(answer, RemotingCommand) else await answer
-        return RemotingCommand.response(response.code, response.remark)
-
-
-def _check_send_back_topic(topic: str, group: str) -> None:
-    """A legal group (255 chars at most) can make an illegal %RETRY%/%DLQ% topic (127 at most): refuse the
-    send-back instead of creating a topic whose messages the store or the schedule service would refuse
-    later (RocketMQ ends in the same place: its DLQ put fails, its retry never leaves the schedule topic)."""
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise BadRequest(
-            ResponseCode.SYSTEM_ERROR,
-            f"send back refused: the topic {topic[:40]}... of group {group[:32]}... ({len(group)} chars) "
-            f"is {len(topic)} chars, longer than the topic max length {TOPIC_MAX_LENGTH}",
-        )
+        """CONSUMER_SEND_MSG_BACK (processors/send_back.py): to %RETRY%group or %DLQ%group."""
+        return await send_back(self, request)
 
 
 def _resolve(future: asyncio.Future[bool], ok: bool) -> None:
