@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
 from orbitmq.protocol.codes import ResponseCode
-from orbitmq.spark.arrow_records import decode_batch, record_positions
+from orbitmq.spark.arrow_records import decode_batch, record_positions, record_starts
 from orbitmq.spark.broker_access import BrokerAccess, PullResponse, shared_access
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.planning import DataLossError
@@ -315,7 +315,7 @@ def tag_set(expression: str) -> frozenset[str] | None:
 
 def _decode(chunks: list[bytes], spec: RangeSpec) -> pa.RecordBatch:
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    batch = decode_batch(data, record_positions(data), broker=spec.broker)
+    batch = decode_batch(data, record_starts(data), broker=spec.broker)
     tags = tag_set(spec.tags) if spec.expression_type == "TAG" else None
     if tags is not None:
         # The broker filters by tag hash code; equal hashes of different tags are dropped here, as
