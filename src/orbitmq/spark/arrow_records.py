@@ -83,7 +83,8 @@ _HEADER_V4: Final = np.dtype(
         ("body_len", ">i4"),
     ]
 )
-_HEX: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+# Byte -> its two uppercase hex digits as one uint16 in memory order: a 1-D take per id byte.
+_HEX16: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
 _PROPERTY_RE: Final = "^(?P<k>[^\x01]+)\x01(?P<v>(?s:.+))$"
 _UTF8: Final = "utf-8"
 
@@ -135,7 +136,23 @@ def empty_batch() -> pa.RecordBatch:
 
 
 def _gather(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """`(n, width)` bytes at each start; rows are contiguous, so they can be viewed as big-endian ints."""
+    """`(n, width)` bytes at each start; rows are contiguous, so they can be viewed as big-endian ints.
+
+    A strided view of `u8` (no copy, no index array) when the starts are evenly spaced, as they are
+    for records of one size; else a gather. Every start + width must lie within `u8`.
+    """
+    n = len(starts)
+    if n > 1:
+        first = int(starts[0])
+        stride = int(starts[1]) - first
+        if (
+            stride > 0
+            and first + stride * (n - 1) + width <= len(u8)
+            and (n < 3 or bool((np.diff(starts) == stride).all()))
+        ):
+            return np.lib.stride_tricks.as_strided(
+                u8[first:], shape=(n, width), strides=(stride, 1), writeable=False
+            )
     return u8[starts[:, None] + np.arange(width, dtype=np.int64)]
 
 
@@ -163,16 +180,23 @@ def _spans(buf: pa.Buffer, u8: np.ndarray, starts: np.ndarray, lengths: np.ndarr
     views = np.zeros((n, 16), dtype=np.uint8)
     words = views.view("<i4")
     words[:, 0] = lengths
-    # Inline bytes (values up to 12 bytes) or the 4-byte prefix, read from the start of each span;
-    # bytes past the value's length are zero, as the format requires.
-    idx = starts[:, None] + _INLINE_COLUMNS
-    np.minimum(idx, max(len(u8) - 1, 0), out=idx)
-    head = u8[idx] if len(u8) else np.zeros((n, _VIEW_INLINE), dtype=np.uint8)
-    head[lengths[:, None] <= _INLINE_COLUMNS] = 0
-    views[:, 4:] = head
     long_values = lengths > _VIEW_INLINE
-    words[long_values, 2] = 0
-    words[long_values, 3] = starts[long_values]
+    if n and bool(long_values.all()):  # bodies: only the 4-byte prefix, buffer 0, offset
+        views[:, 4:8] = _gather(u8, starts, 4)
+        words[:, 3] = starts
+    else:
+        # Inline bytes (values up to 12 bytes) or the 4-byte prefix, read from the start of each span;
+        # bytes past the value's length are zero, as the format requires.
+        if n and int(starts.max()) + _VIEW_INLINE <= len(u8):
+            head = np.array(_gather(u8, starts, _VIEW_INLINE))
+        else:
+            idx = starts[:, None] + _INLINE_COLUMNS
+            np.minimum(idx, max(len(u8) - 1, 0), out=idx)
+            head = u8[idx] if len(u8) else np.zeros((n, _VIEW_INLINE), dtype=np.uint8)
+        head[lengths[:, None] <= _INLINE_COLUMNS] = 0
+        views[:, 4:] = head
+        words[long_values, 2] = 0
+        words[long_values, 3] = starts[long_values]
     array = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), buf])
     return array.cast(pa.binary())
 
@@ -221,7 +245,7 @@ def _hosts(u8: np.ndarray, starts: np.ndarray, v6: np.ndarray, raw: memoryview) 
 def _hex_ids(raw_ids: np.ndarray) -> pa.Array:
     """Uppercase hex of each row of `(n, 16)` bytes, as a string array of 32-character ids."""
     n = len(raw_ids)
-    text = _HEX[raw_ids].reshape(-1)
+    text = np.take(_HEX16, raw_ids).view(np.uint8).reshape(-1)
     offsets = np.arange(0, 32 * n + 1, 32, dtype=np.int32)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(text)])
 
