@@ -141,19 +141,28 @@ def _gather(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     A strided view of `u8` (no copy, no index array) when the starts are evenly spaced, as they are
     for records of one size; else a gather. Every start + width must lie within `u8`.
     """
+    rows = _strided(u8, starts, width)
+    return rows if rows is not None else u8[starts[:, None] + np.arange(width, dtype=np.int64)]
+
+
+def _strided(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray | None:
+    """`(n, width)` bytes at each start as a read-only strided view of `u8`, when the starts (n > 1)
+    are evenly spaced and every row lies within `u8`; else None."""
     n = len(starts)
-    if n > 1:
-        first = int(starts[0])
-        stride = int(starts[1]) - first
-        if (
-            stride > 0
-            and first + stride * (n - 1) + width <= len(u8)
-            and (n < 3 or bool((np.diff(starts) == stride).all()))
-        ):
-            return np.lib.stride_tricks.as_strided(
-                u8[first:], shape=(n, width), strides=(stride, 1), writeable=False
-            )
-    return u8[starts[:, None] + np.arange(width, dtype=np.int64)]
+    if n < 2:
+        return None
+    first = int(starts[0])
+    stride = int(starts[1]) - first
+    if (
+        stride > 0
+        and first >= 0
+        and first + stride * (n - 1) + width <= len(u8)
+        and (n < 3 or bool((np.diff(starts) == stride).all()))
+    ):
+        return np.lib.stride_tricks.as_strided(
+            u8[first:], shape=(n, width), strides=(stride, 1), writeable=False
+        )
+    return None
 
 
 def _be(u8: np.ndarray, starts: np.ndarray, dtype: str) -> np.ndarray:
@@ -177,6 +186,16 @@ def _spans(buf: pa.Buffer, u8: np.ndarray, starts: np.ndarray, lengths: np.ndarr
         raise RemoteProtocolError("a field of a message record has a bad length or runs past the data")
     if int(starts.max(initial=0)) > 0x7FFFFFFF:
         raise ValueError("more than 2 GiB of records in one Arrow batch; decode fewer at a time")
+    if n > 1 and bool((lengths == lengths[0]).all()):
+        # One width, evenly spaced (records of one size): one strided copy, no views, no cast.
+        width = int(lengths[0])
+        rows = _strided(u8, starts, width)
+        if rows is not None and n * width <= 0x7FFFFFFF:
+            values = np.ascontiguousarray(rows).reshape(-1)
+            offsets = (
+                np.arange(0, n * width + 1, width, dtype=np.int32) if width else np.zeros(n + 1, np.int32)
+            )
+            return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
     views = np.zeros((n, 16), dtype=np.uint8)
     words = views.view("<i4")
     words[:, 0] = lengths
