@@ -35,7 +35,6 @@ near 1: it never idled waiting for the sink, so the write is broker-bound).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import struct
@@ -43,194 +42,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceArrowWriter,
-    DataSourceReader,
-    InputPartition,
-    WriterCommitMessage,
-)
-
-from orbitmq.bench.cpu import cpu_seconds, descendants
-from orbitmq.message.hosts import pack_host
+from orbitmq.bench.spark_refs import ENTRY, CeilingSource, SinkCeiling, produce, raw_consume
+from orbitmq.bench.spark_tree_wait import TreeWait
 from orbitmq.message.model import MessageQueue
-from orbitmq.message.record_layout import encode_record
-from orbitmq.spark.arrow_records import ROW_DDL, decode_batch, record_positions
 from orbitmq.spark.broker_access import BrokerAccess
-from orbitmq.spark.options import parse_source_options
-from orbitmq.spark.range_reader import read_range
-from orbitmq.spark.source import OrbitBatchReader
 from orbitmq.testing import start_serve
-
-_ENTRY = struct.Struct(">iiiii")
-
-
-def produce(
-    access: BrokerAccess, broker_addr: str, topic: str, *, queues: int, total: int, size: int
-) -> float:
-    per_batch = max(1, min(512, (3 * 1024 * 1024) // (size + 64)))
-    body = b"x" * size
-    props = b"TAGS\x01bench"
-    entry = _ENTRY.pack(22 + size + len(props), 0, 0, 0, size) + body + struct.pack(">h", len(props)) + props
-
-    async def queue_worker(queue_id: int, count: int) -> None:
-        sent = 0
-        while sent < count:
-            n = min(per_batch, count - sent)
-            header = {"a": "bench", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-                      "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
-                      "m": "true", "n": "broker-a"}  # fmt: skip
-            resp = await access.send_batch_raw(broker_addr, header, entry * n, 30.0)
-            if resp.code != 0:
-                raise RuntimeError(f"send failed: {resp.code} {resp.remark}")
-            sent += n
-
-    async def all_queues() -> None:
-        share = [total // queues + (1 if q < total % queues else 0) for q in range(queues)]
-        await asyncio.gather(*(queue_worker(q, share[q]) for q in range(queues)))
-
-    started = time.perf_counter()
-    access.run(all_queues())
-    return total / (time.perf_counter() - started)
-
-
-def raw_consume(options: dict[str, str], total: int) -> float:
-    reader = OrbitBatchReader(parse_source_options(options, streaming=False))
-    started = time.perf_counter()
-    rows = 0
-    for partition in reader.partitions():
-        for batch in read_range(partition.value):
-            rows += batch.num_rows
-    elapsed = time.perf_counter() - started
-    assert rows == total, (rows, total)
-    return rows / elapsed
-
-
-# ---- the Arrow ceiling: a trivial source yielding ready batches of the same schema ------------------
-
-
-def _template_batch(rows: int, size: int) -> pa.RecordBatch:
-    props = b"TAGS\x01bench\x02UNIQ_KEY\x01" + b"0" * 32
-    record = encode_record(
-        queue_id=0, flag=0, queue_offset=0, physical_offset=0, sys_flag=0, born_timestamp=1_700_000_000_000,
-        born_host=pack_host("127.0.0.1", 1), store_timestamp=1_700_000_000_001,
-        store_host=pack_host("127.0.0.1", 2),
-        reconsume_times=0, prepared_transaction_offset=0, body=b"x" * size, topic=b"bench", properties=props,
-    )  # fmt: skip
-    buf = record * rows
-    return decode_batch(buf, record_positions(buf), broker="broker-a")
-
-
-class CeilingSource(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return "arrow_ceiling"
-
-    def schema(self) -> str:
-        return ROW_DDL
-
-    def reader(self, schema: Any) -> DataSourceReader:
-        return CeilingReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["parts"]))
-
-
-class CeilingReader(DataSourceReader):
-    def __init__(self, rows: int, size: int, parts: int) -> None:
-        self.rows, self.size, self.parts = rows, size, parts
-
-    def partitions(self) -> list[InputPartition]:
-        return [InputPartition(self.rows // self.parts) for _ in range(self.parts)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        remaining = int(partition.value)
-        template = _template_batch(min(65536, remaining), self.size)
-        while remaining > 0:
-            n = min(template.num_rows, remaining)
-            yield template.slice(0, n)
-            remaining -= n
-
-
-class SinkCeiling(DataSource):
-    """The Arrow writer ceiling: Spark hands Arrow batches to a Python sink that only counts rows."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "arrow_sink_ceiling"
-
-    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return CountingWriter()
-
-
-class CountingWriter(DataSourceArrowWriter):
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        for _ in iterator:  # the batches arrive and are dropped: Spark's side of a write, nothing else
-            pass
-        return WriterCommitMessage()
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        pass
-
-
-# ---- run-queue wait of the process tree (the box is shared: waiting is not working) --------------
-
-
-class TreeWait:
-    """Run-queue wait (s) and CPU (s) of this process and its descendants between `start()` and
-    `note(wall)`; a process's threads are all counted (schedstat of the whole process is the sum of
-    its threads). The CPU is split into the broker's and the rest (the JVM, its Python workers, this
-    driver): per row, it says which side a write is bound by on a box whose cores they share."""
-
-    def __init__(self, broker_pid: int | None = None) -> None:
-        self.broker_pid = broker_pid
-        self.before: dict[int, tuple[float, float]] = {}
-        self.last = (0.0, 0.0)  # the last note's CPU per row (us): Spark side, broker
-        self.broker_occupied = 0.0  # share of the last phase the broker ran or waited for a CPU
-
-    def _sample(self) -> dict[int, tuple[float, float]]:
-        pids = [os.getpid(), *descendants(os.getpid())]
-        return {pid: (_process_wait(pid), cpu_seconds(pid) or 0.0) for pid in pids}
-
-    def start(self) -> None:
-        self.before = self._sample()
-
-    def note(self, wall: float, rows: int = 0) -> str:
-        after = self._sample()
-        zero = (0.0, 0.0)
-        waits = {pid: w - self.before.get(pid, zero)[0] for pid, (w, _) in after.items()}
-        cpu = {pid: c - self.before.get(pid, zero)[1] for pid, (_, c) in after.items()}
-        total = sum(waits.values())
-        broker = waits.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
-        said = f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
-        broker_cpu = cpu.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
-        spark_cpu = sum(cpu.values()) - broker_cpu
-        self.broker_occupied = (broker + broker_cpu) / wall
-        if rows:
-            self.last = (spark_cpu / rows * 1e6, broker_cpu / rows * 1e6)
-            said += (
-                f"; cpu/row spark {spark_cpu / rows * 1e6:.1f} us, broker {broker_cpu / rows * 1e6:.1f} us"
-                f"; cores spark {spark_cpu / wall:.2f}, broker {broker_cpu / wall:.2f}"
-            )
-        return said
-
-
-def _process_wait(pid: int) -> float:
-    """Sum over the process's threads (/proc/PID/schedstat is the main thread only)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0.0
-    total = 0.0
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[1]) / 1e9
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
 
 
 def timed(action: Any) -> float:
@@ -255,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=2, help="interleaved ceiling/connector rounds")
     parser.add_argument("--skip-reads", action="store_true", help="only the write rows (and latency)")
+    parser.add_argument("--skip-writes", action="store_true", help="only the read rows (and latency)")
     parser.add_argument("--rate", type=int, default=2000, help="live producer msgs/s for the latency row")
     parser.add_argument(
         "--latency-seconds", type=float, default=20.0, help="measured span of the latency row (0: skip)"
@@ -287,6 +108,7 @@ READ_CEILING = "arrow ceiling (Spark, pre-built batches -> noop)"
 WRITE_CEILING = "arrow writer ceiling (Spark -> counting Arrow sink)"
 WRITE_ALL_CEILING = "arrow writer ceiling, all columns"
 FIRST_WRITE = "first orbitmq write of the session (~20k rows)"
+ROWS_MEASURED = "rows measured"  # "<count> rows measured" in a note: the row's own count, not N
 
 
 def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
@@ -330,7 +152,9 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             started = time.perf_counter()
             said = action()  # an action may return a note of its own
             seconds = time.perf_counter() - started
-            notes = (note, said if isinstance(said, str) else "", wait.note(seconds, rows))
+            # A row over another count than N says so (W7 records it as the row's message count).
+            counted = f"{rows:,} {ROWS_MEASURED}" if rows != n else ""
+            notes = (note, said if isinstance(said, str) else "", wait.note(seconds, rows), counted)
             results.append((name, rows / seconds, "; ".join(x for x in notes if x)))
             return seconds
 
@@ -394,75 +218,83 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             measure("batch read -> noop", batch_read, "warm")
             measure("availableNow stream -> noop", available_now, "wall incl. query start")
 
-        frame = (
-            spark.range(n).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS body", "id")
-            .repartition(args.queues)
-        )  # fmt: skip
-        frame = frame.cache()
-        frame.count()
-        every_column = (
-            "body",
-            "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
-            "'TagA' AS tags",
-            "concat('k', CAST(id AS STRING)) AS keys",
-            "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
-        )
-        body_only = frame.select("body")
-        all_columns = frame.selectExpr(*every_column)
-
-        def writer(df: Any, topic: str) -> Any:
-            return lambda: (
-                df.write.format("orbitmq")
-                .option("namesrv", server.address)
-                .option("topic", topic)
-                .mode("append")
-                .save()
+        def measure_writes() -> None:
+            frame = (
+                spark.range(n).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS body", "id")
+                .repartition(args.queues)
+            )  # fmt: skip
+            frame = frame.cache()
+            frame.count()
+            every_column = (
+                "body",
+                "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
+                "'TagA' AS tags",
+                "concat('k', CAST(id AS STRING)) AS keys",
+                "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
             )
+            body_only = frame.select("body")
+            all_columns = frame.selectExpr(*every_column)
 
-        def sink_ceiling(df: Any) -> Any:
-            return lambda: df.write.format("arrow_sink_ceiling").mode("append").save()
+            def writer(df: Any, topic: str) -> Any:
+                return lambda: (
+                    df.write.format("orbitmq")
+                    .option("namesrv", server.address)
+                    .option("topic", topic)
+                    .mode("append")
+                    .save()
+                )
 
-        # The first write of each kind pays one-off costs (the orbitmq modules imported into Spark's
-        # Python workers, routes looked up, the sink's planning/commit workers started): shown as rows
-        # of their own, then every measured write is warm, like its ceiling.
-        # The warm-up writes keep the measured writes' partitions (a `limit` runs one task: the other
-        # Python worker would start up inside the first measured write).
-        sink_ceiling(body_only)()
-        sink_ceiling(all_columns)()
-        sample = frame.sample(fraction=min(1.0, 20_000 / n), seed=1) if n > 20_000 else frame
-        sampled = sample.count()
-        for label, columns in (("body only", ("body",)), ("all columns", every_column)):
-            start_up = writer(sample.selectExpr(*columns), "bench_warm")
-            measure(FIRST_WRITE, start_up, f"start-up, {label}", rows=sampled)
+            def sink_ceiling(df: Any) -> Any:
+                return lambda: df.write.format("arrow_sink_ceiling").mode("append").save()
 
-        def write_pair(ceiling_name: str, ceiling_df: Any, name: str, write: Any, label: str) -> None:
-            """The ceiling, then the write with the same columns; the write's note says what ratio the
-            CPU alone allows: the ceiling's Spark CPU per row over the write's Spark + broker CPU per
-            row (they share this box's cores; the broker's is what the ceiling does not do)."""
-            measure(ceiling_name, sink_ceiling(ceiling_df), "warm")
-            ceiling_spark = wait.last[0]
-            measure(name, write, label)
-            spark_us, broker_us = wait.last
-            if spark_us + broker_us > 0:
-                # Near 1: the broker never waited for the sink (it ran or queued for a CPU all along).
-                bound = ceiling_spark / (spark_us + broker_us)
-                occupied = f"broker ran or queued {wait.broker_occupied:.2f} of the time"
-                row = results[-1]
-                results[-1] = (row[0], row[1], f"{row[2]}; cpu-bound limit {bound:.2f}x; {occupied}")
+            # The first write of each kind pays one-off costs (the orbitmq modules imported into Spark's
+            # Python workers, routes looked up, the sink's planning/commit workers started): shown as rows
+            # of their own, then every measured write is warm, like its ceiling.
+            # The warm-up writes keep the measured writes' partitions (a `limit` runs one task: the other
+            # Python worker would start up inside the first measured write).
+            sink_ceiling(body_only)()
+            sink_ceiling(all_columns)()
+            sample = frame.sample(fraction=min(1.0, 20_000 / n), seed=1) if n > 20_000 else frame
+            sampled = sample.count()
+            for label, columns in (("body only", ("body",)), ("all columns", every_column)):
+                start_up = writer(sample.selectExpr(*columns), "bench_warm")
+                measure(FIRST_WRITE, start_up, f"start-up, {label}", rows=sampled)
 
-        for _ in range(args.rounds):
-            write_pair(WRITE_CEILING, body_only, "batch write (Arrow writer, acked)",
-                       writer(body_only, "bench_out"), "body only")  # fmt: skip
-            write_pair(WRITE_ALL_CEILING, all_columns, "batch write, all columns (acked)",
-                       writer(all_columns, "bench_all"), "all columns")  # fmt: skip
-        for topic in ("bench_out", "bench_all"):
-            stored = sum(
-                access.run(access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q)))
-                for q in range(args.queues)
-            )
-            written = spark.read.format("orbitmq").option("namesrv", server.address).option("topic", topic)
-            read_back = written.load().count()
-            assert stored == read_back == n * args.rounds, (topic, stored, read_back, n * args.rounds)
+            def write_pair(ceiling_name: str, ceiling_df: Any, name: str, write: Any, label: str) -> None:
+                """The ceiling, then the write with the same columns; the write's note says what ratio the
+                CPU alone allows: the ceiling's Spark CPU per row over the write's Spark + broker CPU per
+                row (they share this box's cores; the broker's is what the ceiling does not do)."""
+                measure(ceiling_name, sink_ceiling(ceiling_df), "warm")
+                ceiling_spark = wait.last[0]
+                measure(name, write, label)
+                spark_us, broker_us = wait.last
+                if spark_us + broker_us > 0:
+                    # Near 1: the broker never waited for the sink (it ran or queued for a CPU all along).
+                    bound = ceiling_spark / (spark_us + broker_us)
+                    occupied = f"broker ran or queued {wait.broker_occupied:.2f} of the time"
+                    row = results[-1]
+                    results[-1] = (row[0], row[1], f"{row[2]}; cpu-bound limit {bound:.2f}x; {occupied}")
+
+            for _ in range(args.rounds):
+                write_pair(WRITE_CEILING, body_only, "batch write (Arrow writer, acked)",
+                           writer(body_only, "bench_out"), "body only")  # fmt: skip
+                write_pair(WRITE_ALL_CEILING, all_columns, "batch write, all columns (acked)",
+                           writer(all_columns, "bench_all"), "all columns")  # fmt: skip
+            for topic in ("bench_out", "bench_all"):
+                stored = sum(
+                    access.run(
+                        access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q))
+                    )
+                    for q in range(args.queues)
+                )
+                written = (
+                    spark.read.format("orbitmq").option("namesrv", server.address).option("topic", topic)
+                )
+                read_back = written.load().count()
+                assert stored == read_back == n * args.rounds, (topic, stored, read_back, n * args.rounds)
+
+        if not args.skip_writes:
+            measure_writes()
 
         if args.latency_seconds > 0:
             results.append(stream_latency(spark, server, args, workdir, wait))
@@ -482,7 +314,7 @@ def stream_latency(
     props = b"TAGS\x01live"
     per_tick = max(1, args.rate // 100)  # 100 batches a second
     body = b"x" * args.size
-    entry = _ENTRY.pack(22 + len(body) + len(props), 0, 0, 0, len(body)) + body
+    entry = ENTRY.pack(22 + len(body) + len(props), 0, 0, 0, len(body)) + body
     entry += struct.pack(">h", len(props)) + props
 
     def producer() -> None:
@@ -538,7 +370,7 @@ def stream_latency(
     p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
     note = (
         f"latency p50 {p50:.0f} ms p99 {p99:.0f} ms over {len(delays):,} rows; producer "
-        f"{args.rate:,}/s; {wait.note(wall)}"
+        f"{args.rate:,}/s; {wait.note(wall)}; {rows:,} {ROWS_MEASURED}"
     )
     return ("stream latency (processingTime 1 s, live producer)", rows / wall, note)
 

@@ -108,6 +108,9 @@ def ceiling_rate(rows: list[SparkRow]) -> float | None:
 
 
 LATENCY = re.compile(r"latency p50 (\d+(?:\.\d+)?) ms p99 (\d+(?:\.\d+)?) ms over ([\d,]+) rows")
+# A row measured over another count than the run's N (the first writes' ~20k-row sample, the latency
+# row's window) says so in its note; spark_bench.ROWS_MEASURED (not imported: that module needs pyspark).
+ROWS_MEASURED = re.compile(r"(?:^|;\s*)(\d[\d,]*) rows measured\b")
 _NOT_A_LABEL = ("wall", "latency", "runq")
 
 
@@ -139,9 +142,11 @@ def to_measurements(rows: list[SparkRow], messages: int, body_size: int) -> list
         if latency:
             p50, p99, count = float(latency[1]), float(latency[2]), int(latency[3].replace(",", ""))
             m.latency = LatencySummary(count, math.nan, p50 * 1000, p99 * 1000, math.nan)
-        if row.rows_per_s > 0 and messages > 0:
-            m.messages = messages
-            m.seconds = messages / row.rows_per_s
+        counted = ROWS_MEASURED.search(row.note)
+        count = int(counted[1].replace(",", "")) if counted else messages
+        if row.rows_per_s > 0 and count > 0:
+            m.messages = count
+            m.seconds = count / row.rows_per_s
         ratio = row.printed_ratio
         if ratio is None and ceiling and not printed and not latency:
             ratio = row.rows_per_s / ceiling

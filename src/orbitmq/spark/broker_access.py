@@ -91,8 +91,22 @@ class PullResponse:
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    body: bytes
+    # The records, as a view into the response frame when the transport gives one (no copy: the
+    # source joins a pull's bodies into one batch buffer anyway).
+    body: bytes | memoryview
     remark: str | None
+
+
+def _body_view(resp: RemotingCommand) -> bytes | memoryview:
+    """The response body without a copy when it is (a view into) an immutable `bytes` frame; a
+    view into anything mutable (a reused receive buffer) is copied."""
+    body = resp.body
+    if resp.body_parts is None:
+        if isinstance(body, bytes):
+            return body
+        if isinstance(body, memoryview) and isinstance(body.obj, bytes):
+            return body
+    return resp.body_bytes()
 
 
 async def _settle() -> None:
@@ -354,7 +368,7 @@ class BrokerAccess:
             field("nextBeginOffset"),
             field("minOffset"),
             field("maxOffset"),
-            resp.body_bytes() if resp.code == ResponseCode.SUCCESS else b"",
+            _body_view(resp) if resp.code == ResponseCode.SUCCESS else b"",
             resp.remark,
         )
 

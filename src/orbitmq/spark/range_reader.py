@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
 from orbitmq.protocol.codes import ResponseCode
-from orbitmq.spark.arrow_records import decode_batch, record_positions
+from orbitmq.spark.arrow_records import decode_batch, record_positions, record_starts
 from orbitmq.spark.broker_access import BrokerAccess, PullResponse, shared_access
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.planning import DataLossError
@@ -49,6 +49,7 @@ MAX_EMPTY_RETRIES = 5
 # Pulled records waiting for the task to take them (the pulls run ahead of decoding and of Spark).
 PREFETCH_BYTES = 2 * TARGET_BATCH_BYTES
 _QUEUE_OFFSET = struct.Struct(">q")
+Chunk = bytes | memoryview  # a pull's records: a view into the response frame, joined per batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ def _lost(spec: RangeSpec, low: int, high: int, why: str) -> None:
     log.warning("%s; skipped (failOnDataLoss=false)", message)
 
 
-def _cut_at(body: bytes, high: int) -> bytes:
+def _cut_at(body: Chunk, high: int) -> Chunk:
     """The records of `body` whose queue offset is below `high` (offsets ascend in a pull body)."""
     for pos in record_positions(body):
         if _QUEUE_OFFSET.unpack_from(body, pos + 20)[0] >= high:
@@ -136,10 +137,10 @@ class _RangeFetcher:
                 timeout_s=spec.pull_timeout_ms / 1000,
             )
 
-    async def window(self, low: int, high: int) -> list[bytes]:
+    async def window(self, low: int, high: int) -> list[Chunk]:
         """The raw records of offsets `[low, high)`, in order."""
         spec = self.spec
-        chunks: list[bytes] = []
+        chunks: list[Chunk] = []
         offset = low
         empty = 0
         while offset < high:
@@ -204,7 +205,7 @@ class _Prefetcher:
         self.fetcher = _RangeFetcher(access, spec)
         window = spec.pull_batch_size * WINDOW_PULLS
         self.bounds = [(low, min(low + window, spec.end)) for low in range(spec.start, spec.end, window)]
-        self.results: queue.SimpleQueue[tuple[int, list[bytes]] | BaseException | None] = queue.SimpleQueue()
+        self.results: queue.SimpleQueue[tuple[int, list[Chunk]] | BaseException | None] = queue.SimpleQueue()
         self.waiting = 0  # bytes handed over but not yet consumed; only touched on the loop's thread
         self.space: asyncio.Event | None = None
         self.task: asyncio.Task[None] | None = None
@@ -226,7 +227,7 @@ class _Prefetcher:
         self.task = asyncio.current_task()
         self.space = asyncio.Event()
         loop = asyncio.get_running_loop()
-        pending: deque[asyncio.Task[list[bytes]]] = deque()
+        pending: deque[asyncio.Task[list[Chunk]]] = deque()
         next_window = 0
         bounds = self.bounds
         concurrency = max(1, self.spec.pull_concurrency)
@@ -282,7 +283,7 @@ def read_range(spec: RangeSpec) -> Iterator[pa.RecordBatch]:
     )
     prefetch = _Prefetcher(access, spec, PREFETCH_BYTES)
     prefetch.start()
-    buffered: list[bytes] = []
+    buffered: list[Chunk] = []
     buffered_bytes = 0
     buffered_estimate = 0
     try:
@@ -313,9 +314,9 @@ def tag_set(expression: str) -> frozenset[str] | None:
     return None if not tags or "*" in tags else tags
 
 
-def _decode(chunks: list[bytes], spec: RangeSpec) -> pa.RecordBatch:
+def _decode(chunks: list[Chunk], spec: RangeSpec) -> pa.RecordBatch:
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    batch = decode_batch(data, record_positions(data), broker=spec.broker)
+    batch = decode_batch(data, record_starts(data), broker=spec.broker)
     tags = tag_set(spec.tags) if spec.expression_type == "TAG" else None
     if tags is not None:
         # The broker filters by tag hash code; equal hashes of different tags are dropped here, as

@@ -135,6 +135,10 @@ class ReadPath:
         run_start = run_end = 0
         cur: MappedFile | None = None  # the segment of the last record found, and its byte range
         cur_lo, cur_hi = 0, -1
+        cur_wrote = 0  # the segment's written end (read once per segment: it only grows)
+        # Per-message work is the broker's cost of a large pull: attributes and enum members read once.
+        found_status = GetMessageStatus.FOUND
+        add_offset = queue_offsets.append
         next_file_start = _NO_FILE
         max_phy_pulling = 0
         disk_bytes = config.max_transfer_bytes_on_message_in_disk
@@ -163,8 +167,9 @@ class ReadPath:
                 f = files.find(phy)
                 if f is not None:
                     cur, cur_lo, cur_hi = f, f.file_from_offset, f.file_from_offset + f.file_size
-            pos = phy - f.file_from_offset if f is not None else 0
-            if f is None or size <= 0 or pos + size > f.wrote_position:
+                    cur_wrote = f.wrote_position
+            pos = phy - cur_lo if f is not None else 0
+            if f is None or size <= 0 or pos + size > cur_wrote:
                 if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
@@ -178,9 +183,9 @@ class ReadPath:
                     buffers.append(run_file.view(run_start, run_end - run_start))
                 run_file, run_start, run_end = f, pos, pos + size
             found += 1
-            queue_offsets.append(offset + i)
+            add_offset(offset + i)
             total += size
-            status = GetMessageStatus.FOUND
+            status = found_status
             next_file_start = _NO_FILE
         else:
             i = limit  # every scanned entry was looked at: the next pull starts after them

@@ -30,11 +30,11 @@ arrow ceiling (Spark, pre-built batches -> noop)         500,000       1.00  war
 batch read -> noop                                       150,000       0.30  first query of the session
 batch read -> noop                                       420,000       0.84  warm
 availableNow stream -> noop                              300,000       0.60  wall; engine 450,000/s
-first orbitmq write of the session (~20k rows)          1,558          -  start-up; runq wait 1.79 s/s (broker 0.05); cpu/row spark 292.0 us, broker 9.0 us; cores spark 0.45, broker 0.01
+first orbitmq write of the session (~20k rows)          1,558          -  start-up; runq wait 1.79 s/s (broker 0.05); cpu/row spark 292.0 us, broker 9.0 us; cores spark 0.45, broker 0.01; 19,873 rows measured
 arrow writer ceiling (Spark -> counting Arrow sink)      400,000       1.00  warm
 batch write (Arrow writer, acked)                        350,500       0.88  body only; runq wait 0.31 s/s (broker 0.10)
 batch read -> noop                                       430,000       0.86  warm
-stream latency (processingTime 1 s, live producer)         2,001          -  latency p50 812 ms p99 1404 ms over 30,012 rows; producer 2,000/s
+stream latency (processingTime 1 s, live producer)         2,001          -  latency p50 812 ms p99 1404 ms over 30,012 rows; producer 2,000/s; runq wait 0.50 s/s (broker 0.02); 40,020 rows measured
 """
 
 
@@ -82,6 +82,10 @@ def test_measurements_carry_rates_and_the_ratio_to_the_ceiling() -> None:
     # The session's first write (start-up costs) is its own row, compared with nothing.
     first = by_case["first orbitmq write of the session (~20k rows) (start-up)"]
     assert "ceiling_ratio" not in first.extra and "cpu/row spark 292.0 us" in first.note
+    # Rows over another count than N carry their own: the first write wrote a ~20k sample, not N.
+    assert first.messages == 19_873 and first.seconds == pytest.approx(19_873 / 1_558)
+    assert live.messages == 40_020
+    assert warm.messages == 200_000 and warm.seconds == pytest.approx(200_000 / 420_000)
 
 
 def test_a_changed_header_or_no_ceiling_still_parses() -> None:

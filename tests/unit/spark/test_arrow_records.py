@@ -10,7 +10,7 @@ import pytest
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.record_layout import encode_record
-from orbitmq.spark.arrow_records import ARROW_SCHEMA, decode_batch, record_positions
+from orbitmq.spark.arrow_records import ARROW_SCHEMA, decode_batch, record_positions, record_starts
 
 
 def record(
@@ -105,3 +105,38 @@ def test_tag_expressions() -> None:
     assert tag_set("*") is None
     assert tag_set(" ") is None
     assert tag_set("TagA || TagB") == frozenset({"TagA", "TagB"})
+
+
+def test_evenly_spaced_records_decode_as_unevenly_spaced_ones() -> None:
+    """Same-size records are found without a walk and their headers read as a strided view; the rows
+    equal those of the copying path (records of varied sizes), field by field, for several hosts."""
+    hosts = [pack_host("10.0.0.1", 1), pack_host("10.0.0.2", 2), pack_host("10.0.0.1", 1)]
+    tail = ["PADDING\x01xxxx\x02" if i % 2 == 0 else f"UNIQ_KEY\x01U{i:02d}\x02" for i in range(7)]
+    same = [
+        record(i, properties="TAGS\x01t\x02" + tail[i], body=b"%04d" % i, born=hosts[i % 3],
+               store=hosts[(i + 1) % 3])
+        for i in range(7)
+    ]  # fmt: skip
+    even = b"".join(same)
+    assert len({len(r) for r in same}) == 1
+    starts = record_starts(even)
+    assert starts.tolist() == record_positions(even)
+    odd = record(99, body=b"a longer body than the others")
+    uneven = b"".join(same[:3]) + odd + b"".join(same[3:])
+    assert record_starts(uneven).tolist() == record_positions(uneven)
+    fast = decode_batch(even, starts, broker="b").to_pylist()
+    slow = decode_batch(uneven, record_positions(uneven), broker="b").to_pylist()
+    del slow[3]
+    assert fast == slow
+    assert [r["queue_offset"] for r in fast] == list(range(100, 107))
+    assert [r["born_host"] for r in fast] == ["10.0.0.1:1", "10.0.0.2:2", "10.0.0.1:1"] * 2 + ["10.0.0.1:1"]
+    assert fast[1]["msg_id"] == "U01"
+    assert fast[0]["msg_id"] == (hosts[1] + (5000).to_bytes(8, "big")).hex().upper()
+
+
+def test_evenly_spaced_walk_still_refuses_a_bad_record() -> None:
+    recs = [record(i, body=b"same") for i in range(4)]
+    bad = bytearray(b"".join(recs))
+    bad[len(recs[0]) * 2 + 4] ^= 0xFF  # the third record's magic
+    with pytest.raises(RemoteProtocolError):
+        record_starts(bytes(bad))

@@ -1,0 +1,140 @@
+"""The references `orbitmq bench spark` measures the connector against, in the same run: the broker's
+raw batch-send rate (`produce`), the connector's pull + decode without Spark (`raw_consume`), and the
+Arrow ceilings: a Python source yielding ready batches of the source's schema (`CeilingSource`) and a
+Python sink that only drains what Spark hands it (`SinkCeiling`).
+
+A module of its own (not the script's `__main__`), so Spark's Python workers import these classes by
+name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from orbitmq.message.hosts import pack_host
+from orbitmq.message.record_layout import encode_record
+from orbitmq.spark.arrow_records import ROW_DDL, decode_batch, record_positions
+from orbitmq.spark.broker_access import BrokerAccess
+from orbitmq.spark.options import parse_source_options
+from orbitmq.spark.range_reader import read_range
+from orbitmq.spark.source import OrbitBatchReader
+
+ENTRY = struct.Struct(">iiiii")
+
+
+def produce(
+    access: BrokerAccess, broker_addr: str, topic: str, *, queues: int, total: int, size: int
+) -> float:
+    per_batch = max(1, min(512, (3 * 1024 * 1024) // (size + 64)))
+    body = b"x" * size
+    props = b"TAGS\x01bench"
+    entry = ENTRY.pack(22 + size + len(props), 0, 0, 0, size) + body + struct.pack(">h", len(props)) + props
+
+    async def queue_worker(queue_id: int, count: int) -> None:
+        sent = 0
+        while sent < count:
+            n = min(per_batch, count - sent)
+            header = {"a": "bench", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
+                      "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
+                      "m": "true", "n": "broker-a"}  # fmt: skip
+            resp = await access.send_batch_raw(broker_addr, header, entry * n, 30.0)
+            if resp.code != 0:
+                raise RuntimeError(f"send failed: {resp.code} {resp.remark}")
+            sent += n
+
+    async def all_queues() -> None:
+        share = [total // queues + (1 if q < total % queues else 0) for q in range(queues)]
+        await asyncio.gather(*(queue_worker(q, share[q]) for q in range(queues)))
+
+    started = time.perf_counter()
+    access.run(all_queues())
+    return total / (time.perf_counter() - started)
+
+
+def raw_consume(options: dict[str, str], total: int) -> float:
+    reader = OrbitBatchReader(parse_source_options(options, streaming=False))
+    started = time.perf_counter()
+    rows = 0
+    for partition in reader.partitions():
+        for batch in read_range(partition.value):
+            rows += batch.num_rows
+    elapsed = time.perf_counter() - started
+    assert rows == total, (rows, total)
+    return rows / elapsed
+
+
+# ---- the Arrow ceiling: a trivial source yielding ready batches of the same schema ------------------
+
+
+def _template_batch(rows: int, size: int) -> pa.RecordBatch:
+    props = b"TAGS\x01bench\x02UNIQ_KEY\x01" + b"0" * 32
+    record = encode_record(
+        queue_id=0, flag=0, queue_offset=0, physical_offset=0, sys_flag=0, born_timestamp=1_700_000_000_000,
+        born_host=pack_host("127.0.0.1", 1), store_timestamp=1_700_000_000_001,
+        store_host=pack_host("127.0.0.1", 2),
+        reconsume_times=0, prepared_transaction_offset=0, body=b"x" * size, topic=b"bench", properties=props,
+    )  # fmt: skip
+    buf = record * rows
+    return decode_batch(buf, record_positions(buf), broker="broker-a")
+
+
+class CeilingSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_ceiling"
+
+    def schema(self) -> str:
+        return ROW_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return CeilingReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["parts"]))
+
+
+class CeilingReader(DataSourceReader):
+    def __init__(self, rows: int, size: int, parts: int) -> None:
+        self.rows, self.size, self.parts = rows, size, parts
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(self.rows // self.parts) for _ in range(self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        remaining = int(partition.value)
+        template = _template_batch(min(65536, remaining), self.size)
+        while remaining > 0:
+            n = min(template.num_rows, remaining)
+            yield template.slice(0, n)
+            remaining -= n
+
+
+class SinkCeiling(DataSource):
+    """The Arrow writer ceiling: Spark hands Arrow batches to a Python sink that only counts rows."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_sink_ceiling"
+
+    def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
+        return CountingWriter()
+
+
+class CountingWriter(DataSourceArrowWriter):
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        for _ in iterator:  # the batches arrive and are dropped: Spark's side of a write, nothing else
+            pass
+        return WriterCommitMessage()
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        pass
