@@ -172,6 +172,52 @@ class IndexFile:
             self.flushed = False
         return i
 
+    def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int, start: int = 0) -> int:
+        """`put_hashes` for keys that share one store timestamp (a batch), given as parallel lists of key
+        hashes and commit log offsets: no tuple per key, the header fields set once. Returns the index of
+        the first key not written (len(hashes) unless the file filled)."""
+        mm = self.mm
+        slot_struct = _SLOT
+        entry_pack = _ENTRY.pack_into
+        slot_num = self.hash_slot_num
+        entries_at = self._entries_at
+        index_num = self.index_num
+        index = self.index_count
+        n = len(hashes)
+        i = start
+        if i >= n or index >= index_num:
+            return i
+        begin_timestamp = self.begin_timestamp
+        if index <= 1:  # the file's first entry sets its begin (as put_hash does)
+            self.begin_phy_offset = offsets[i]
+            self.begin_timestamp = store_timestamp
+        if begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - begin_timestamp) // 1000, 0), _INT_MAX)
+        new_slots = 0
+        while i < n and index < index_num:
+            key_hash = hashes[i]
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+            (old,) = slot_struct.unpack_from(mm, slot_pos)
+            if old <= 0 or old > index:
+                old = 0
+                new_slots += 1
+            entry_pack(mm, entries_at + index * INDEX_ENTRY_SIZE, key_hash, offsets[i], time_diff, old)
+            slot_struct.pack_into(mm, slot_pos, index)
+            if index <= 1:
+                time_diff = 0  # later entries: store_timestamp - begin (= store_timestamp) is 0
+            index += 1
+            i += 1
+        self.hash_slot_count += new_slots
+        self.index_count = index
+        self.end_phy_offset = offsets[i - 1]
+        self.end_timestamp = store_timestamp
+        if index >= index_num:
+            self._write_header()
+        self.flushed = False
+        return i
+
     def time_matched(self, begin: int, end: int) -> bool:
         return (
             (begin <= self.begin_timestamp <= end)

@@ -195,6 +195,20 @@ class KeyIndex:
                 last = new
             done = last.put_hashes(entries, done)
 
+    def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
+        """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
+        done = 0
+        while done < len(hashes):
+            last = self.files[-1] if self.files else None
+            if last is None or last.index_count >= last.index_num:
+                new = self._new_file()
+                with self._lock:
+                    if last is not None:
+                        self._full_unflushed.append(last)
+                    self.files.append(new)
+                last = new
+            done = last.put_run(hashes, offsets, store_timestamp, done)
+
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:
             taken, self._full_unflushed = self._full_unflushed, []
