@@ -44,6 +44,8 @@ from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch
 
 _SHORT: Final = struct.Struct(">h")
+# TOTALSIZE .. PHYSICALOFFSET: the fields of a record's fixed part that differ between a batch's messages.
+_HEAD: Final = struct.Struct(">iIiiiqq")
 _MAX_RECORD_SLACK: Final = 64 * 1024  # as CommitLog: a record may exceed maxMessageSize by its header
 
 
@@ -152,6 +154,7 @@ def _value_after(text: str, key: str) -> str | None:
 
 
 _UNIQ_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
+_TAGS: Final = "\x02" + P.TAGS + "\x01"
 _IOV_MAX: Final = 1024  # iovecs per pwritev (Linux's IOV_MAX)
 
 
@@ -244,7 +247,9 @@ def append_scanned(
     first_offset = base + pos
     cq_entries = bytearray(count * CQ_ENTRY_SIZE)
     cq_pack = CQ_ENTRY.pack_into
-    fixed_pack = fixed.pack
+    head_pack = _HEAD.pack
+    middle = b""
+    middle_for = -1
     crc32 = ZLIB_CRC32
     pieces: list[bytes | memoryview] = []
     offsets: list[int] = []
@@ -252,7 +257,9 @@ def append_scanned(
     index_offsets: list[int] = []
     tags_codes: set[int] = set()
     last_code = -1
-    mid = b""  # topic length, topic and properties length: the same while the properties length is
+    last_tags = ""  # the last tag hashed, and its code
+    last_tags_code = 0
+    mid = b""  # topic length, topic and properties length (rebuilt when the properties length changes)
     mid_for = -1
     for i in range(count):
         j = i * _FIELDS
@@ -268,7 +275,7 @@ def append_scanned(
         properties_len = own_len + len(tail)
         size = fixed_part + body_len + properties_len
         pieces.append(
-            fixed_pack(
+            head_pack(
                 size,
                 MESSAGE_MAGIC,
                 crc32(body) & 0x7FFFFFFF,
@@ -276,6 +283,18 @@ def append_scanned(
                 layout[j],
                 first_queue_offset + i,
                 physical_offset,
+            )
+        )
+        if body_len != middle_for:
+            # SYSFLAG .. BODYLENGTH: the batch's fields and the body length (bodies often share one).
+            middle = fixed.pack(
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
                 sys_flag,
                 born_timestamp,
                 born_host,
@@ -284,8 +303,9 @@ def append_scanned(
                 reconsume_times,
                 0,
                 body_len,
-            )
-        )
+            )[_HEAD.size :]
+            middle_for = body_len
+        pieces.append(middle)
         pieces.append(body)
         if properties_len != mid_for:
             mid = topic_head + _SHORT.pack(properties_len)
@@ -299,8 +319,14 @@ def append_scanned(
         # `in` first: a name that is not there costs no call (TAGS and KEYS are often absent).
         tags = extra_tags
         if tags is None and "TAGS\x01" in text:
-            tags = find_property(text, P.TAGS)
-        code = compute_tags_code(tags) if tags is not None else 0
+            tags = _value_after(text, _TAGS)
+        if tags is None:
+            code = 0
+        elif tags == last_tags:  # rows of a batch often share their tag: hash it once
+            code = last_tags_code
+        else:
+            code = last_tags_code = compute_tags_code(tags)
+            last_tags = tags
         if code != last_code:
             tags_codes.add(code)
             last_code = code

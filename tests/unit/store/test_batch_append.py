@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orbitmq.common.clock import FakeClock
@@ -173,6 +173,9 @@ def test_a_scanned_batch_through_the_transient_store_pool(tmp_path: Path) -> Non
 
 @settings(max_examples=25, deadline=None)
 @given(batches)
+@example(
+    [([(b"a" * 10, "TAGS\x01t"), (b"b" * 2500, "")], "", 0), ([(b"c" * 1990, "KEYS\x01k")], "x\x01y", 1)]
+)
 def test_refusals_match_the_object_path_with_a_small_message_limit(
     plan: list[tuple[list[tuple[bytes, str]], str, int]],
 ) -> None:
