@@ -73,13 +73,14 @@ def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
     layout: list[int] = []
     properties: list[str] = []
     head = _HEAD
+    overhead = BATCH_ENTRY_OVERHEAD  # (a global of an interpreted module: read once)
     max_body = 0
     max_properties = 0
     open_ended = 0
     delayed = False
     while pos < end:
         n = len(properties)
-        if pos + BATCH_ENTRY_OVERHEAD > end:
+        if pos + overhead > end:
             raise ClientError(f"batch body truncated: entry {n} at byte {pos} has {end - pos} bytes")
         total_size, _, _, flag, body_len = head.unpack_from(view, pos)
         body_pos = pos + 20

@@ -18,17 +18,19 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import index_key_hash
 
-INDEX_HEADER_SIZE = 40
-HASH_SLOT_SIZE = 4
-INDEX_ENTRY_SIZE = 20
-_HEADER = struct.Struct(">qqqqii")
-_SLOT = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")
-_INT_MAX = 0x7FFFFFFF
+# Final: compiled code reads these as constants, not from the module's dict on every key.
+INDEX_HEADER_SIZE: Final = 40
+HASH_SLOT_SIZE: Final = 4
+INDEX_ENTRY_SIZE: Final = 20
+_HEADER: Final = struct.Struct(">qqqqii")
+_SLOT: Final = struct.Struct(">i")
+_ENTRY: Final = struct.Struct(">iqii")
+_INT_MAX: Final = 0x7FFFFFFF
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -177,7 +179,8 @@ class IndexFile:
         hashes and commit log offsets: no tuple per key, the header fields set once. Returns the index of
         the first key not written (len(hashes) unless the file filled)."""
         mm = self.mm
-        slot_struct = _SLOT
+        slot_unpack = _SLOT.unpack_from  # bound once: no method lookup per key
+        slot_pack = _SLOT.pack_into
         entry_pack = _ENTRY.pack_into
         slot_num = self.hash_slot_num
         entries_at = self._entries_at
@@ -199,12 +202,12 @@ class IndexFile:
         while i < n and index < index_num:
             key_hash = hashes[i]
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
-            (old,) = slot_struct.unpack_from(mm, slot_pos)
+            (old,) = slot_unpack(mm, slot_pos)
             if old <= 0 or old > index:
                 old = 0
                 new_slots += 1
             entry_pack(mm, entries_at + index * INDEX_ENTRY_SIZE, key_hash, offsets[i], time_diff, old)
-            slot_struct.pack_into(mm, slot_pos, index)
+            slot_pack(mm, slot_pos, index)
             if index <= 1:
                 time_diff = 0  # later entries: store_timestamp - begin (= store_timestamp) is 0
             index += 1
