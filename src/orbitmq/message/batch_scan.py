@@ -22,13 +22,36 @@ FIELDS: Final = 5  # per message in ScannedBatch.layout: flag, body pos, body le
 class ScannedBatch:
     """A checked SEND_BATCH_MESSAGE body: the bytes, `FIELDS` ints per message and its properties."""
 
-    __slots__ = ("count", "layout", "properties", "view")
+    __slots__ = (
+        "count",
+        "delayed",
+        "layout",
+        "max_body",
+        "max_properties",
+        "open_ended",
+        "properties",
+        "view",
+    )
 
-    def __init__(self, view: memoryview, layout: list[int], properties: list[str]) -> None:
+    def __init__(  # noqa: PLR0917 -- built in one place
+        self,
+        view: memoryview,
+        layout: list[int],
+        properties: list[str],
+        max_body: int = -1,
+        max_properties: int = -1,
+        open_ended: int = -1,
+        delayed: bool = True,
+    ) -> None:
         self.view = view
         self.layout = layout
         self.properties = properties
         self.count = len(properties)
+        # Summaries for the store's batch checks (-1 / True: unknown, check each message):
+        self.max_body = max_body  # the longest body
+        self.max_properties = max_properties  # the longest properties text (bytes)
+        self.open_ended = open_ended  # messages with properties not ending in a separator (U+0002)
+        self.delayed = delayed  # some message's properties mention DELAY
 
     def entries(self) -> list[BatchEntry]:
         """The messages as decode_batch returns them (for the object-based path)."""
@@ -50,9 +73,14 @@ def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
     layout: list[int] = []
     properties: list[str] = []
     head = _HEAD
+    overhead = BATCH_ENTRY_OVERHEAD  # (a global of an interpreted module: read once)
+    max_body = 0
+    max_properties = 0
+    open_ended = 0
+    delayed = False
     while pos < end:
         n = len(properties)
-        if pos + BATCH_ENTRY_OVERHEAD > end:
+        if pos + overhead > end:
             raise ClientError(f"batch body truncated: entry {n} at byte {pos} has {end - pos} bytes")
         total_size, _, _, flag, body_len = head.unpack_from(view, pos)
         body_pos = pos + 20
@@ -78,10 +106,17 @@ def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
             raise ClientError(f"batch entry {n}: properties are not valid UTF-8") from None
         properties.append(text)
         layout += (flag, body_pos, body_len, properties_len_pos + 2, properties_len)
+        max_body = max(max_body, body_len)
+        if properties_len:
+            max_properties = max(max_properties, properties_len)
+            if view[entry_end - 1] != 2:
+                open_ended += 1
+            if "DELAY" in text:
+                delayed = True
         pos = entry_end
     if not properties:
         raise ClientError("empty batch body")
-    return ScannedBatch(view, layout, properties)
+    return ScannedBatch(view, layout, properties, max_body, max_properties, open_ended, delayed)
 
 
 def decode_batch(body: bytes | bytearray | memoryview) -> list[BatchEntry]:

@@ -10,13 +10,16 @@ Pure functions; nothing here knows about records or files.
 
 from __future__ import annotations
 
+import mmap
 import sys
 import zlib
 from array import array
+from collections.abc import Callable
 from functools import lru_cache
 from operator import mul
 from typing import Final
 
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 _MASK32: Final = 0xFFFFFFFF
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 
@@ -76,6 +79,21 @@ def index_key_hash(key: str) -> int:
     return 0 if h == -0x80000000 else abs(h)
 
 
+def _zlib_crc32() -> Callable[[Buffer], int]:
+    """zlib-ng's CRC-32 when installed (the `fast` extra: SIMD, ~4x zlib's on a 1 KiB body; the same
+    CRC-32), else zlib's. Every stored record's body goes through it."""
+    try:
+        from zlib_ng import zlib_ng
+    except ImportError:
+        return zlib.crc32
+    fast: Callable[[Buffer], int] = zlib_ng.crc32
+    return fast
+
+
+# CRC-32 of a buffer, unsigned (zlib.crc32's result): the store's record writers and recovery use it.
+ZLIB_CRC32: Final = _zlib_crc32()
+
+
 def crc32(data: bytes | bytearray | memoryview) -> int:
     """RocketMQ's body CRC: zlib CRC-32 & 0x7FFFFFFF (never negative)."""
-    return zlib.crc32(data) & 0x7FFFFFFF
+    return ZLIB_CRC32(data) & 0x7FFFFFFF

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import mmap
 import struct
-import zlib
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
 from orbitmq.common.errors import ClientError, RemoteProtocolError
+from orbitmq.message.hashing import ZLIB_CRC32
 from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE
 from orbitmq.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
@@ -256,7 +256,7 @@ def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message a
         pos,
         size,
         MESSAGE_MAGIC,
-        zlib.crc32(body) & 0x7FFFFFFF if body_crc is None else body_crc,
+        ZLIB_CRC32(body) & 0x7FFFFFFF if body_crc is None else body_crc,
         queue_id,
         flag,
         queue_offset,

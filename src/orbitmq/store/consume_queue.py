@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import struct
 from functools import lru_cache
+from typing import Final
 
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.paths import child_dir
 from orbitmq.store.segment_queue import MappedFileQueue
 
-CQ_ENTRY_SIZE = 20
+CQ_ENTRY_SIZE: Final = 20
 PRE_BLANK_SIZE = 0x7FFFFFFF
 _ENTRY = struct.Struct(">qiq")
 CQ_ENTRY = _ENTRY  # (commit log offset, size, tags code), big-endian

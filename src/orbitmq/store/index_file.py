@@ -18,17 +18,19 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import index_key_hash
 
-INDEX_HEADER_SIZE = 40
-HASH_SLOT_SIZE = 4
-INDEX_ENTRY_SIZE = 20
-_HEADER = struct.Struct(">qqqqii")
-_SLOT = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")
-_INT_MAX = 0x7FFFFFFF
+# Final: compiled code reads these as constants, not from the module's dict on every key.
+INDEX_HEADER_SIZE: Final = 40
+HASH_SLOT_SIZE: Final = 4
+INDEX_ENTRY_SIZE: Final = 20
+_HEADER: Final = struct.Struct(">qqqqii")
+_SLOT: Final = struct.Struct(">i")
+_ENTRY: Final = struct.Struct(">iqii")
+_INT_MAX: Final = 0x7FFFFFFF
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -170,6 +172,53 @@ class IndexFile:
             if index >= index_num:
                 self._write_header()
             self.flushed = False
+        return i
+
+    def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int, start: int = 0) -> int:
+        """`put_hashes` for keys that share one store timestamp (a batch), given as parallel lists of key
+        hashes and commit log offsets: no tuple per key, the header fields set once. Returns the index of
+        the first key not written (len(hashes) unless the file filled)."""
+        mm = self.mm
+        slot_unpack = _SLOT.unpack_from  # bound once: no method lookup per key
+        slot_pack = _SLOT.pack_into
+        entry_pack = _ENTRY.pack_into
+        slot_num = self.hash_slot_num
+        entries_at = self._entries_at
+        index_num = self.index_num
+        index = self.index_count
+        n = len(hashes)
+        i = start
+        if i >= n or index >= index_num:
+            return i
+        begin_timestamp = self.begin_timestamp
+        if index <= 1:  # the file's first entry sets its begin (as put_hash does)
+            self.begin_phy_offset = offsets[i]
+            self.begin_timestamp = store_timestamp
+        if begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - begin_timestamp) // 1000, 0), _INT_MAX)
+        new_slots = 0
+        while i < n and index < index_num:
+            key_hash = hashes[i]
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
+            (old,) = slot_unpack(mm, slot_pos)
+            if old <= 0 or old > index:
+                old = 0
+                new_slots += 1
+            entry_pack(mm, entries_at + index * INDEX_ENTRY_SIZE, key_hash, offsets[i], time_diff, old)
+            slot_pack(mm, slot_pos, index)
+            if index <= 1:
+                time_diff = 0  # later entries: store_timestamp - begin (= store_timestamp) is 0
+            index += 1
+            i += 1
+        self.hash_slot_count += new_slots
+        self.index_count = index
+        self.end_phy_offset = offsets[i - 1]
+        self.end_timestamp = store_timestamp
+        if index >= index_num:
+            self._write_header()
+        self.flushed = False
         return i
 
     def time_matched(self, begin: int, end: int) -> bool:

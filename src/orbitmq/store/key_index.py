@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from operator import mul
+from typing import Final
 
 from orbitmq.common.clock import Clock
 from orbitmq.message.hashing import hash_powers, java_string_hash
@@ -23,8 +24,8 @@ from orbitmq.store.index_file import IndexFile
 
 log = logging.getLogger(__name__)
 
-_MASK32 = 0xFFFFFFFF
-_POW31 = [pow(31, n, 1 << 32) for n in range(257)]
+_MASK32: Final = 0xFFFFFFFF
+_POW31: Final = [pow(31, n, 1 << 32) for n in range(257)]
 
 
 def prefix_hash(topic: str) -> int:
@@ -34,7 +35,7 @@ def prefix_hash(topic: str) -> int:
 
 # Compiled (mypyc), a byte loop of shifts and adds is native arithmetic (a `* 31` of a 32-bit value leaves
 # mypyc's fast path); interpreted, one C-level map/sum pass over the bytes is faster than a Python loop.
-_COMPILED = not __file__.endswith(".py")
+_COMPILED: Final = not __file__.endswith(".py")
 
 
 def key_hash_with_prefix(prefix: int, key: str) -> int:
@@ -194,6 +195,20 @@ class KeyIndex:
                     self.files.append(new)
                 last = new
             done = last.put_hashes(entries, done)
+
+    def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
+        """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
+        done = 0
+        while done < len(hashes):
+            last = self.files[-1] if self.files else None
+            if last is None or last.index_count >= last.index_num:
+                new = self._new_file()
+                with self._lock:
+                    if last is not None:
+                        self._full_unflushed.append(last)
+                    self.files.append(new)
+                last = new
+            done = last.put_run(hashes, offsets, store_timestamp, done)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:

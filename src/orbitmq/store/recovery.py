@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 import mmap
 import struct
-import zlib
 
 from orbitmq.common.errors import RemoteProtocolError
+from orbitmq.message.hashing import ZLIB_CRC32
 from orbitmq.message.record_layout import (
     BLANK_MAGIC,
     HEADER_SIZE_V4,
@@ -71,7 +71,7 @@ def _check_record(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) ->
         return INVALID
     if check_crc:
         body = view[header.body_pos : header.body_pos + header.body_len]
-        if zlib.crc32(body) & 0x7FFFFFFF != header.body_crc:
+        if ZLIB_CRC32(body) & 0x7FFFFFFF != header.body_crc:
             return INVALID
     return header
 
@@ -95,7 +95,7 @@ def _scan_segment(mm: mmap.mmap, view: memoryview, pos: int, check_crc: bool) ->
     size_magic = _SIZE_MAGIC.unpack_from
     int_at = _INT.unpack_from
     short_at = _SHORT.unpack_from
-    crc32 = zlib.crc32
+    crc32 = ZLIB_CRC32
     fixed_sizes = _FIXED_SIZES
     while True:
         if pos + 8 > end:

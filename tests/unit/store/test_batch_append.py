@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orbitmq.common.clock import FakeClock
@@ -169,3 +169,46 @@ def test_a_scanned_batch_through_the_transient_store_pool(tmp_path: Path) -> Non
         assert got.message_count == 2
     finally:
         store.shutdown()
+
+
+@settings(max_examples=25, deadline=None)
+@given(batches)
+@example(
+    [([(b"a" * 10, "TAGS\x01t"), (b"b" * 2500, "")], "", 0), ([(b"c" * 1990, "KEYS\x01k")], "x\x01y", 1)]
+)
+def test_refusals_match_the_object_path_with_a_small_message_limit(
+    plan: list[tuple[list[tuple[bytes, str]], str, int]],
+) -> None:
+    """maxMessageSize 2000 against bodies up to 3000: the scanned path's summary checks must fall back to
+    the per-message checks and refuse the same batches with the same remark."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = [
+            MessageStore(small_config(Path(tmp) / name, max_message_size=2000), clock=FakeClock())
+            for name in ("objects", "scanned")
+        ]
+        for store in stores:
+            store.load()
+            store.start()
+        try:
+            for messages, batch_text, queue_id in plan:
+                raw = _raw_body([b for b, _ in messages], [t for _, t in messages])
+                args = (TOPIC, queue_id, 0, 1_700_000_000_123, BORN_HOST)
+                by_objects = stores[0].put_messages(StoreBatch(*args, decode_batch(raw), batch_text))
+                by_offsets = stores[1].put_messages(
+                    StoreBatch(*args, (), batch_text, scanned=scan_batch(raw))
+                )
+                assert _result(by_offsets) == _result(by_objects)
+            assert _state(stores[1], set()) == _state(stores[0], set())
+        finally:
+            for store in stores:
+                store.shutdown()
+
+
+def test_scan_summaries() -> None:
+    raw = _raw_body([b"a" * 7, b"", b"bc"], ["KEYS\x01k\x02", "", "DELAY\x010\x02UNIQ_KEY\x01U"])
+    scanned = scan_batch(raw)
+    assert scanned.max_body == 7
+    assert scanned.max_properties == len("DELAY\x010\x02UNIQ_KEY\x01U")
+    assert scanned.open_ended == 1  # the third; the first ends in a separator, the second is empty
+    assert scanned.delayed
+    assert not scan_batch(_raw_body([b"x"], ["TAGS\x01t"])).delayed
