@@ -1,4 +1,4 @@
-"""The flusher: one thread that makes the commit log, consume queues, index and checkpoint durable.
+"""The flusher: two threads that make the commit log, consume queues, index and checkpoint durable.
 
 - SYNC_FLUSH (GroupCommitService): callers register `request_flush(end_offset, callback)`; the thread
   wakes, runs ONE fdatasync covering every request registered so far, then calls back True for each
@@ -8,9 +8,11 @@
 - ASYNC_FLUSH (FlushRealTimeService): every `flush_interval_commit_log` ms, flush when at least
   `flush_commit_log_least_pages` dirty pages accumulated, or everything every
   `flush_commit_log_thorough_interval` ms.
-- Consume queues (FlushConsumeQueueService): every `flush_interval_consume_queue` ms with
-  `flush_consume_queue_least_pages`, thoroughly every `flush_consume_queue_thorough_interval` ms; then
-  full index files and the checkpoint.
+- Consume queues (FlushConsumeQueueService), on a second thread as in RocketMQ: every
+  `flush_interval_consume_queue` ms with `flush_consume_queue_least_pages`, thoroughly every
+  `flush_consume_queue_thorough_interval` ms; then full index files and the checkpoint. On the commit
+  log's thread these fdatasyncs (one per queue, index and checkpoint) held every group commit waiting
+  behind them once a second, and SYNC_FLUSH sends with them.
 
 Crash ordering: a checkpoint timestamp is captured before the flush of what it describes and written
 only after that flush returned, so the checkpoint never claims more than is on disk.
@@ -59,22 +61,31 @@ class FlushService:
         self._cond = threading.Condition()
         self._requests: list[tuple[int, FlushCallback, float]] = []
         self._thread: threading.Thread | None = None
+        self._logics_thread: threading.Thread | None = None
+        self._logics_wake = threading.Event()  # set by stop(): the logics thread's sleep ends at once
         self._running = False
         self._last_thorough_commit_log = time.monotonic()
-        self._last_cq_flush = time.monotonic()
         self._last_thorough_cq = time.monotonic()
         self.flush_count = 0  # fdatasync rounds of the commit log (group commit evidence)
         self.flush_seconds_total = 0.0
         self.flush_seconds_last = 0.0
-        self.io_lock = threading.Lock()  # serializes flushes with shutdown/retention
+        # One lock per thread's files, so the commit log's group commit never waits for a consume-queue
+        # flush; each serializes its flushes with the final ones of shutdown.
+        self.io_lock = threading.Lock()
+        self.logics_lock = threading.Lock()
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is not None:
             return
         self._running = True
+        self._logics_wake.clear()
         self._thread = threading.Thread(target=self._run, name="orbitmq-store-flusher", daemon=True)
         self._thread.start()
+        self._logics_thread = threading.Thread(
+            target=self._run_logics, name="orbitmq-store-logics-flusher", daemon=True
+        )
+        self._logics_thread.start()
 
     def stop(self, *, final_flush: bool = True) -> None:
         """Stop the thread after a last full flush (unless `final_flush` is False, as for a simulated
@@ -85,8 +96,12 @@ class FlushService:
         with self._cond:
             self._running = False
             self._cond.notify_all()
+        self._logics_wake.set()
         thread.join()
         self._thread = None
+        if self._logics_thread is not None:
+            self._logics_thread.join()
+            self._logics_thread = None
         if final_flush:
             self.flush_commit_log(0)
         self._complete_requests(final=True)
@@ -141,7 +156,7 @@ class FlushService:
             return files.flushed_where
 
     def flush_consume_queues(self, least_pages: int) -> None:
-        with self.io_lock:
+        with self.logics_lock:
             timestamp = self.last_dispatched_timestamp()
             for cq in self.queues.snapshot():
                 if cq.destroyed:  # its topic was deleted after the snapshot
@@ -228,10 +243,20 @@ class FlushService:
                 self._last_thorough_commit_log = now
             self.flush_commit_log(least)
             self._complete_requests()
-        if (now - self._last_cq_flush) * 1000 >= config.flush_interval_consume_queue:
-            self._last_cq_flush = now
-            least = config.flush_consume_queue_least_pages
-            if (now - self._last_thorough_cq) * 1000 >= config.flush_consume_queue_thorough_interval:
-                least = 0
-                self._last_thorough_cq = now
-            self.flush_consume_queues(least)
+
+    def _run_logics(self) -> None:
+        config = self.config
+        while not self._logics_wake.wait(config.flush_interval_consume_queue / 1000.0):
+            try:
+                self._logics_round()
+            except Exception:
+                log.exception("consume queue flush round failed")
+
+    def _logics_round(self) -> None:
+        config = self.config
+        now = time.monotonic()
+        least = config.flush_consume_queue_least_pages
+        if (now - self._last_thorough_cq) * 1000 >= config.flush_consume_queue_thorough_interval:
+            least = 0
+            self._last_thorough_cq = now
+        self.flush_consume_queues(least)

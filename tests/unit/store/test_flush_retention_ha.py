@@ -236,3 +236,28 @@ def test_empty_slave_starting_at_a_later_segment_pre_blanks_its_queues(tmp_path:
     finally:
         master.shutdown()
         slave.shutdown()
+
+
+def test_group_commit_goes_on_while_a_consume_queue_flush_is_stuck(tmp_path: Path) -> None:
+    # RocketMQ flushes consume queues on their own thread: a slow queue or index fsync must not hold the
+    # commit log's group commit (every SYNC_FLUSH send waits for it).
+    s = MessageStore(small_config(tmp_path, flush_disk_type="SYNC_FLUSH", flush_interval_consume_queue=1))
+    s.load()
+    s.start()
+    try:
+        flusher = s.flusher
+        assert flusher is not None
+        with flusher.logics_lock:  # a consume-queue flush in progress that does not finish
+            for i in range(20):
+                r = s.put_message(make_message(body=b"%d" % i))
+                assert s.wait_flushed(r.end_offset, 10)
+        # Positive control: once the stuck flush ends, the logics thread writes the checkpoint again.
+        checkpoint = s.checkpoint
+        assert checkpoint is not None
+        before = checkpoint.logics_msg_timestamp
+        deadline = time.monotonic() + 10
+        while checkpoint.logics_msg_timestamp == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert checkpoint.logics_msg_timestamp > before
+    finally:
+        s.shutdown()
