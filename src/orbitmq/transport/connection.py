@@ -43,6 +43,10 @@ DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 # seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
 TURN_BUDGET: Final = 0.005
 SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged
+# Pieces (headers and bodies) gathered before they leave early, mid-iteration: a window of 256 pipelined
+# sends (or the answers to one large received chunk) then reaches the peer in parts, so it starts
+# working while the rest is still being encoded, instead of idling until the whole window is built.
+EARLY_FLUSH_PIECES: Final = 64
 _PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
@@ -282,8 +286,12 @@ class Connection(asyncio.Protocol):
             self.last_activity = self._clock.monotonic()
         # Commands written in the same loop iteration (or while one received chunk is handled) leave in
         # one writelines (one writev syscall on uvloop): under load many responses share a syscall.
-        self._out += encode_command(cmd)
-        if self._flush_handle is None and not self._receiving:
+        out = self._out
+        out += encode_command(cmd)
+        if len(out) >= EARLY_FLUSH_PIECES:
+            self._out = []
+            transport.writelines(out)
+        elif self._flush_handle is None and not self._receiving:
             self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:

@@ -198,3 +198,16 @@ async def test_sends_in_one_iteration_share_one_write_and_close_flushes_first() 
     conn.send(RemotingCommand.request(4, oneway=True))
     conn.close("bye")
     assert [c.code for c in transport.sent_commands()] == [1, 2, 3, 4]
+
+
+async def test_a_large_window_leaves_in_parts_while_it_is_still_being_built() -> None:
+    # 200 pipelined sends in one iteration: the peer gets the first ones before the last is encoded (it
+    # can work meanwhile), in order and in a few writes, not one per command.
+    conn, transport = open_connection()
+    body = b"x" * 1024
+    for code in range(200):
+        conn.send(RemotingCommand.request(code, oneway=True, body=body))
+    assert 1 <= len(transport.written) < 200
+    await settle()
+    assert [c.code for c in transport.sent_commands()] == list(range(200))
+    assert len(transport.written) <= 200 // 4
