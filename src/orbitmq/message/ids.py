@@ -120,7 +120,9 @@ class UniqueIdGenerator:
         if not month[0] <= now < month[1]:
             month = self._month = _month_start_ms(now)
         counter = next(self._count) & 0xFFFF
-        return f"{self._prefix}{(now - month[0]) & 0xFFFFFFFF:08X}{counter:04X}"
+        # elapsed (8 hex) and counter (4 hex) as one 48-bit number in one %-format: compiled, two
+        # format specs in an f-string cost about twice as much (one per message sent).
+        return self._prefix + "%012X" % ((((now - month[0]) & 0xFFFFFFFF) << 16) | counter)
 
 
 class UniqueIdInfo(NamedTuple):

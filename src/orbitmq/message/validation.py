@@ -132,14 +132,18 @@ def validate_message(
     """A producer's checks before sending: topic name (and not a system topic when `check_send_topic`),
     a non-empty body of at most `max_message_size` bytes, property text that keeps the properties string
     parseable."""
-    validate_topic(msg.topic)
-    if check_send_topic and is_not_allowed_send_topic(msg.topic):
-        raise ClientError(f"Sending message to topic[{msg.topic}] is forbidden.")
-    if msg.body is None:
+    topic = msg.topic
+    if topic not in valid_topics:  # a producer sends to few topics, many times each
+        validate_topic(topic)
+    if check_send_topic and (topic in NOT_ALLOWED_SEND_TOPICS or topic.startswith("rmq_sys_")):
+        raise ClientError(f"Sending message to topic[{topic}] is forbidden.")
+    body = msg.body
+    if body is None:
         raise ClientError("the message body is null")
-    if len(msg.body) == 0:
+    size = len(body)
+    if size == 0:
         raise ClientError("the message body length is zero")
-    if len(msg.body) > max_message_size:
+    if size > max_message_size:
         raise ClientError(f"the message body size over max value, MAX: {max_message_size}")
     for name, value in msg.properties.items():
         _check_property_text(name, value)
