@@ -143,24 +143,27 @@ class KeyIndex:
             f._write_header()
         return f
 
-    def put(self, topic: str, keys: list[str], physical_offset: int, store_timestamp: int) -> None:
-        """Index every key of one message (already filtered: not ROLLBACK, not yet indexed)."""
-        prefix = self._prefixes.get(topic)
-        if prefix is None:
-            if len(self._prefixes) > 10000:
-                self._prefixes.clear()
-            prefix = self._prefixes[topic] = prefix_hash(topic)
+    def _file_with_room(self) -> IndexFile:
+        """The newest file, or a new one when there is none yet or it is full (the full one then waits in
+        `_full_unflushed` for the flusher)."""
         files = self.files
         last = files[-1] if files else None
+        if last is not None and last.index_count < last.index_num:
+            return last
+        new = self._new_file()
+        with self._lock:
+            if last is not None:
+                self._full_unflushed.append(last)
+            files.append(new)
+        return new
+
+    def put(self, topic: str, keys: list[str], physical_offset: int, store_timestamp: int) -> None:
+        """Index every key of one message (already filtered: not ROLLBACK, not yet indexed)."""
+        prefix = self.prefix_for(topic)
         for key in keys:
-            if last is None or last.index_count >= last.index_num:  # none yet, or full
-                new = self._new_file()
-                with self._lock:
-                    if last is not None:
-                        self._full_unflushed.append(last)
-                    self.files.append(new)
-                last = new
-            last.put_hash(key_hash_with_prefix(prefix, key), physical_offset, store_timestamp)
+            self._file_with_room().put_hash(
+                key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
+            )
 
     def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
         """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
@@ -186,29 +189,13 @@ class KeyIndex:
         """Write (key hash, commit log offset, store timestamp) entries, rolling to new files as they fill."""
         done = 0
         while done < len(entries):
-            last = self.files[-1] if self.files else None
-            if last is None or last.index_count >= last.index_num:
-                new = self._new_file()
-                with self._lock:
-                    if last is not None:
-                        self._full_unflushed.append(last)
-                    self.files.append(new)
-                last = new
-            done = last.put_hashes(entries, done)
+            done = self._file_with_room().put_hashes(entries, done)
 
     def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
         """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
         done = 0
         while done < len(hashes):
-            last = self.files[-1] if self.files else None
-            if last is None or last.index_count >= last.index_num:
-                new = self._new_file()
-                with self._lock:
-                    if last is not None:
-                        self._full_unflushed.append(last)
-                    self.files.append(new)
-                last = new
-            done = last.put_run(hashes, offsets, store_timestamp, done)
+            done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:
