@@ -32,6 +32,7 @@ from orbitmq.broker.transaction.check import TransactionalMessageCheckService
 from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.record_layout import set_tail_cache_max
+from orbitmq.message.validation import set_valid_names_max
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.name_guard import guard_names
@@ -55,6 +56,8 @@ def _check_store_bounds(config: BrokerConfig) -> None:
         ("recordTailCacheMaxEntries", config.record_tail_cache_max_entries, 1),
         ("indexDeferMaxEntries", config.index_defer_max_entries, 1),
         ("indexDeferMillis", config.index_defer_millis, 0),
+        ("indexTopicPrefixCacheMaxEntries", config.index_topic_prefix_cache_max_entries, 1),
+        ("validNameCacheMaxEntries", config.valid_name_cache_max_entries, 1),
     ):
         if value < least:
             raise ValueError(f"{key} must be at least {least}, not {value}")
@@ -190,12 +193,15 @@ class BrokerApp:
         store_props["haListenPort"] = str(self.server.port + 1)
         store_config = StoreConfig.from_properties(store_props)
         set_tail_cache_max(self.config.record_tail_cache_max_entries)  # process-wide, before recovery
+        set_valid_names_max(self.config.valid_name_cache_max_entries)  # process-wide
         self._store = MessageStore(
             store_config,
             clock=self.clock,
             store_host=(self.config.broker_ip1, self.port),
             recovery_progress=self.recovery_progress,
         )
+        if self._store.key_index is not None:  # before recovery, which re-indexes
+            self._store.key_index.prefix_cache_max = self.config.index_topic_prefix_cache_max_entries
         try:
             self._store.load()
             close_progress = getattr(self.recovery_progress, "close", None)  # e.g. a terminal bar

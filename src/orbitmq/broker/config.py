@@ -13,7 +13,10 @@ the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxEx
 `serverMaxUnsupportedLogged` (see transport/limits.py), and the store's in-memory bounds the broker
 applies at start: `recordTailCacheMaxEntries` (4096 record-tail layouts cached by (topic, properties)
 length, message/record_layout.py), `indexDeferMaxEntries` (256 deferred key-index entries before they
-are written at once) and `indexDeferMillis` (10 ms, the most the first deferred entry waits).
+are written at once), `indexDeferMillis` (10 ms, the most the first deferred entry waits),
+`indexTopicPrefixCacheMaxEntries` (10,000 topics' key-index prefix hashes, store/key_index.py) and
+`validNameCacheMaxEntries` (65,536 topic and as many group names already found valid,
+message/validation.py).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -149,6 +152,8 @@ class BrokerConfig:
     record_tail_cache_max_entries: int = 4096
     index_defer_max_entries: int = 256
     index_defer_millis: int = 10
+    index_topic_prefix_cache_max_entries: int = 10000
+    valid_name_cache_max_entries: int = 65536
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
 

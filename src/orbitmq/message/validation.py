@@ -33,9 +33,21 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 
 
 # Names already found valid (bounded: cleared when full, so a flood of distinct names costs memory once).
-_VALID_NAMES_MAX: Final = 65536
+# Process-wide; broker.conf `validNameCacheMaxEntries` sets the bound when a broker starts.
+DEFAULT_VALID_NAMES_MAX: Final = 65536
+_valid_names_max = DEFAULT_VALID_NAMES_MAX
 valid_topics: set[str] = set()
 valid_groups: set[str] = set()
+
+
+def set_valid_names_max(entries: int) -> None:
+    """Bound each of the valid-topic and valid-group caches (the broker calls this at start)."""
+    global _valid_names_max
+    if entries < 1:
+        raise ValueError(f"validNameCacheMaxEntries must be positive, not {entries}")
+    _valid_names_max = entries
+    valid_topics.clear()
+    valid_groups.clear()
 
 
 def _illegal_chars(name: str) -> bool:
@@ -45,7 +57,7 @@ def _illegal_chars(name: str) -> bool:
 
 
 def _remember(cache: set[str], name: str) -> None:
-    if len(cache) >= _VALID_NAMES_MAX:
+    if len(cache) >= _valid_names_max:
         cache.clear()
     cache.add(name)
 

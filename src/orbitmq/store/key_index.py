@@ -69,6 +69,9 @@ def index_file_name(now_ms: int) -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime(seconds)) + f"{millis:03d}"
 
 
+DEFAULT_PREFIX_CACHE_MAX: Final = 10000
+
+
 class KeyIndex:
     def __init__(self, directory: str, hash_slot_num: int, index_num: int, clock: Clock) -> None:
         self.directory = directory
@@ -79,6 +82,9 @@ class KeyIndex:
         self._full_unflushed: list[IndexFile] = []
         self._lock = threading.Lock()  # files list: the flusher thread reads it
         self._prefixes: dict[str, int] = {}
+        # Bound of the per-topic prefix-hash cache: cleared when full (broker.conf
+        # `indexTopicPrefixCacheMaxEntries`; the broker sets it at start).
+        self.prefix_cache_max = DEFAULT_PREFIX_CACHE_MAX
 
     def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> int:
         """Open the index files; after a crash drop those not covered by the checkpoint (rebuilt later).
@@ -180,7 +186,7 @@ class KeyIndex:
         prefixes = self._prefixes
         prefix = prefixes.get(topic)
         if prefix is None:
-            if len(prefixes) > 10000:
+            if len(prefixes) >= self.prefix_cache_max:
                 prefixes.clear()
             prefix = prefixes[topic] = prefix_hash(topic)
         return prefix

@@ -1,5 +1,6 @@
 """The store's in-memory bounds as broker.conf keys (`recordTailCacheMaxEntries`, `indexDeferMaxEntries`,
-`indexDeferMillis`): each value reaches the running store, so a test fails if the constant were used."""
+`indexDeferMillis`, `indexTopicPrefixCacheMaxEntries`, `validNameCacheMaxEntries`): each value reaches
+the running store, so a test fails if the constant were used."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ import pytest
 
 from orbitmq.broker.app import BrokerApp
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.message import record_layout
+from orbitmq.message import record_layout, validation
 from orbitmq.message.property_string import encode_properties
 from orbitmq.store.store_message import StoreMessage
 
 BORN_HOST = bytes([127, 0, 0, 1, 0, 0, 0x27, 0x10])
 
 
-def _message(keys: str) -> StoreMessage:
+def _message(keys: str, topic: str = "BoundsTopic") -> StoreMessage:
     return StoreMessage(
-        topic="BoundsTopic",
+        topic=topic,
         queue_id=0,
         flag=0,
         body=b"x",
@@ -43,6 +44,8 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerApp]:
             "recordTailCacheMaxEntries": "3",
             "indexDeferMaxEntries": "4",
             "indexDeferMillis": "60000",
+            "indexTopicPrefixCacheMaxEntries": "2",
+            "validNameCacheMaxEntries": "3",
         }
     )
     app = BrokerApp(config)
@@ -52,6 +55,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerApp]:
     finally:
         await app.stop()
         record_layout.set_tail_cache_max(record_layout.DEFAULT_TAIL_CACHE_MAX)  # process-wide
+        validation.set_valid_names_max(validation.DEFAULT_VALID_NAMES_MAX)
 
 
 async def test_the_store_bounds_reach_the_running_store(broker: BrokerApp) -> None:
@@ -74,6 +78,17 @@ async def test_the_store_bounds_reach_the_running_store(broker: BrokerApp) -> No
     for i in range(5):
         store.put_message(_message("k" * (10 + i)))
     assert 1 <= record_layout.tail_cache_size() <= 3
+    # indexTopicPrefixCacheMaxEntries=2: keyed messages of five topics keep at most 2 prefix hashes.
+    key_index = store.key_index
+    assert key_index is not None
+    for i in range(5):
+        store.put_message(_message("k", topic=f"BoundsTopic{i}"))
+    store.flush_index()
+    assert 1 <= len(key_index._prefixes) <= 2
+    # validNameCacheMaxEntries=3: five distinct valid topic names keep at most 3 in the cache.
+    for i in range(5):
+        assert validation.topic_problem(f"ValidName{i}") is None
+    assert 1 <= len(validation.valid_topics) <= 3
 
 
 def test_store_bounds_are_refused_below_their_least_value() -> None:
@@ -81,6 +96,8 @@ def test_store_bounds_are_refused_below_their_least_value() -> None:
         ("recordTailCacheMaxEntries", "0"),
         ("indexDeferMaxEntries", "0"),
         ("indexDeferMillis", "-1"),
+        ("indexTopicPrefixCacheMaxEntries", "0"),
+        ("validNameCacheMaxEntries", "0"),
     ):
         with pytest.raises(ValueError, match=key):
             BrokerApp(BrokerConfig.from_properties({key: value}))
