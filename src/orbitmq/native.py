@@ -55,6 +55,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.send",
     "orbitmq.broker.processors.send_request",
+    "orbitmq.broker.processors.flush_waits",
     "orbitmq.broker.stats",
     "orbitmq.broker.long_polling",
     # the producer's send path; TransactionProducer subclasses Producer, so both are compiled

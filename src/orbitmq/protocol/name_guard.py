@@ -13,7 +13,7 @@ request costs a set lookup per name field, not a regex.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, TypeVar
 
 from orbitmq.message.validation import group_problem, topic_problem, valid_groups, valid_topics
@@ -66,16 +66,19 @@ def request_name_problem(code: int, ext: Mapping[str, str] | None) -> str | None
 
 
 C = TypeVar("C")
-# A processor answers at once (a RemotingCommand) or with an awaitable of its answer (transport/dispatch).
-GuardedProcessor = Callable[[C, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand | None]]
+# A processor answers at once (a RemotingCommand) or with what stands for a later answer (an awaitable,
+# or transport/dispatch's Later): the guard passes that through unchanged.
+R = TypeVar("R")
 
 
-def guard_names(processor: GuardedProcessor[C]) -> GuardedProcessor[C]:
+def guard_names(
+    processor: Callable[[C, RemotingCommand], R],
+) -> Callable[[C, RemotingCommand], R | RemotingCommand]:
     """`processor` behind the name check. No extra coroutine frame on the accepted path: the wrapper is a
     plain function returning what the processor returns (the dispatcher runs it inline); a refusal is
     answered at once."""
 
-    def run(conn: C, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand | None]:
+    def run(conn: C, request: RemotingCommand) -> R | RemotingCommand:
         problem = request_name_problem(request.code, request.ext_fields)
         if problem is not None:
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, problem)

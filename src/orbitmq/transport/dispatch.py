@@ -14,7 +14,9 @@ finishes without suspending (a pull that finds messages) is answered at once, wi
 request (creating, scheduling and completing a Task cost more than many processors). Only a processor
 that suspends (a SYNC_FLUSH wait, drain) continues in a Task. A processor may also be a plain function
 that returns its answer itself (a `RemotingCommand`, no coroutine at all: the send processor when the
-store needs no wait) or an awaitable when it has to wait.
+store needs no wait) or an awaitable when it has to wait. A processor whose wait is owned by someone
+else returns a `Later`: no coroutine and no Task, the owner answers it (the group commit answers every
+SYNC_FLUSH send one fdatasync covered in one loop callback).
 
 Per route it counts answers by response code and times each request into fixed latency buckets (two
 perf_counter reads and a bisect per request, nothing allocated): the metrics endpoint reads them at
@@ -42,7 +44,7 @@ from orbitmq.transport.log_limit import LogLimiter
 log = logging.getLogger("orbitmq.transport")
 
 # What a processor returns: its answer at once, or an awaitable of it (None: nothing to send now).
-ProcessorResult: TypeAlias = "RemotingCommand | Awaitable[RemotingCommand | None]"
+ProcessorResult: TypeAlias = "RemotingCommand | Later | Awaitable[RemotingCommand | None]"
 Processor = Callable[[Connection, RemotingCommand], ProcessorResult]
 
 OVERLOAD_REMARK: Final = "[OVERLOAD]system busy, start flow control for a while"
@@ -95,6 +97,36 @@ class _Route:
     limit: int
     pending: int = 0
     stats: RouteStats = field(default_factory=RouteStats)
+
+
+class Later:
+    """An answer that is not known yet and that no coroutine waits for: a processor returns a fresh
+    `Later` and keeps it; the dispatcher binds it to the request, and its owner calls `answer()` exactly
+    once, on the loop (later calls do nothing). Counts as in flight on its connection until answered."""
+
+    __slots__ = ("_conn", "_dispatcher", "_request", "_route", "_started")
+
+    def __init__(self) -> None:
+        self._dispatcher: Dispatcher | None = None
+        self._route: _Route | None = None
+        self._conn: Connection | None = None
+        self._request: RemotingCommand | None = None
+        self._started = 0.0
+
+    def answer(self, response: RemotingCommand | None) -> None:
+        dispatcher = self._dispatcher
+        route = self._route
+        conn = self._conn
+        request = self._request
+        if dispatcher is None or route is None or conn is None or request is None:
+            return  # answered already (or never bound)
+        self._dispatcher = None
+        self._conn = None
+        self._request = None
+        route.pending -= 1
+        conn.inflight -= 1
+        route.stats.observe(self._started, response)
+        dispatcher._answer(conn, request, response)
 
 
 # Types whose instances are known coroutines (compiled and interpreted `async def` results).
@@ -159,6 +191,15 @@ class Dispatcher:
             if isinstance(awaitable, RemotingCommand):  # answered without waiting for anything
                 response: RemotingCommand | None = awaitable
                 coro = None
+            elif isinstance(awaitable, Later):  # its owner answers it
+                later: Later = awaitable
+                later._dispatcher = self
+                later._route = route
+                later._conn = conn
+                later._request = request
+                later._started = started
+                conn.inflight += 1
+                return
             else:
                 kind = type(awaitable)
                 if kind not in _coroutine_types:  # an ABC isinstance per request costs more than this

@@ -17,6 +17,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final
 
 from orbitmq.broker.processors.base import BadRequest, error, guarded
+from orbitmq.broker.processors.flush_waits import FlushWaits
 from orbitmq.broker.processors.send_back import send_back
 from orbitmq.broker.processors.send_request import (
     DELAY_ENTRY,
@@ -59,6 +60,7 @@ from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
+from orbitmq.transport.dispatch import Later
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
@@ -133,6 +135,7 @@ class SendProcessor:
         # out itself): waits in arrival order, so deadlines ascend; one timer at the oldest deadline.
         self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._group_commit: FlushWaits[Later] | None = None  # SYNC_FLUSH without a slave to wait for
         # The success answer's config-dependent ext fields, encoded once (rebuilt if the config changes).
         self._reply_region = ""
         self._reply_trace_on = False
@@ -141,7 +144,7 @@ class SendProcessor:
     # ---------------------------------------------------------------------------------- send
     def process_send(
         self, conn: Connection, request: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    ) -> RemotingCommand | Later | Awaitable[RemotingCommand]:
         """The answer, or an awaitable of it when the sender waits for a flush or a slave."""
         try:
             return self._send(conn, request)
@@ -150,7 +153,7 @@ class SendProcessor:
 
     def _send(
         self, conn: Connection, request: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    ) -> RemotingCommand | Later | Awaitable[RemotingCommand]:
         app = self.app
         ext = request.ext_fields
         # V2 requests carry the short names a..n (V1 the long ones); both read through one name table.
@@ -253,7 +256,7 @@ class SendProcessor:
                         uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
                     )
                 )
-                return self.respond(result, wait, queue_id, topic, store)
+                return self.respond(result, wait, queue_id, topic, store, later=True)
             props = decode_properties(properties_text)
             wait = props.pop(P.WAIT, "true") != "false"
             props[P.CLUSTER] = cluster
@@ -287,7 +290,7 @@ class SendProcessor:
                 reconsume_times=reconsume_times,
             )
             result = store.put_message(msg)
-        return self.respond(result, wait, queue_id, topic, store)
+        return self.respond(result, wait, queue_id, topic, store, later=True)
 
     def _check_topic(
         self,
@@ -387,9 +390,12 @@ class SendProcessor:
         queue_id: int,
         topic: str,
         store: MessageStore | None = None,
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        *,
+        later: bool = False,
+    ) -> RemotingCommand | Later | Awaitable[RemotingCommand]:
         """The send's answer for a put `result`: at once, or (SYNC_FLUSH, SYNC_MASTER and a sender that
-        waits) an awaitable of it that resolves after the flush / the slave."""
+        waits) an awaitable of it that resolves after the flush / the slave -- or, with `later` (the
+        dispatcher's own sends), under SYNC_FLUSH alone a `Later` the group commit answers."""
         app = self.app
         status = result.status
         code: int = ResponseCode.SUCCESS
@@ -401,16 +407,29 @@ class SendProcessor:
             code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         app.stats.put(topic, result.msg_num, result.wrote_bytes)
-        if (
-            code == ResponseCode.SUCCESS
-            and wait
-            and (
-                (store or app.store).config.flush_disk_type == _SYNC_FLUSH
-                or app.config.broker_role == "SYNC_MASTER"
-            )
-        ):
-            return self._respond_after_wait(result, queue_id)
+        if code == ResponseCode.SUCCESS and wait:
+            sync_master = app.config.broker_role == "SYNC_MASTER"
+            if later and not sync_master and (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
+                # The group commit answers it (flush_waits.py): no coroutine or Task per send.
+                waits = self._flush_waits_for()
+                answer = self._response(code, result, queue_id)
+                return waits.add(
+                    result.end_offset,
+                    answer,
+                    lambda: self._response(ResponseCode.FLUSH_DISK_TIMEOUT, result, queue_id),
+                )
+            if sync_master or (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
+                return self._respond_after_wait(result, queue_id)
         return self._response(code, result, queue_id)
+
+    def _flush_waits_for(self) -> FlushWaits[Later]:
+        waits = self._group_commit
+        if waits is None:
+            flusher = self.app.store.flusher
+            assert flusher is not None, "the store is loaded before the broker serves"
+            timeout = self.app.store.config.sync_flush_timeout
+            waits = self._group_commit = FlushWaits(asyncio.get_running_loop(), flusher, timeout, Later)
+        return waits
 
     async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         app = self.app

@@ -8,7 +8,8 @@ consumer asked for it (delay level < 0). The store append and its answer are the
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, cast
 
 from orbitmq.broker.processors.base import BadRequest, Fields, success
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
@@ -91,8 +92,10 @@ async def send_back(sender: SendProcessor, request: RemotingCommand) -> Remoting
     result = app.store.put_message(store_msg)
     if len(app.topics.table) != topics_before:
         await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer
-    answer = sender.respond(result, True, queue_id, topic)
-    response = answer if isinstance(answer, RemotingCommand) else await answer
+    answer = sender.respond(result, True, queue_id, topic)  # without `later`: never a Later
+    response = (
+        answer if isinstance(answer, RemotingCommand) else await cast(Awaitable[RemotingCommand], answer)
+    )
     return RemotingCommand.response(response.code, response.remark)
 
 

@@ -1,0 +1,94 @@
+"""SYNC_FLUSH sends waiting for the group commit, answered by the loop once per flush round.
+
+A send under SYNC_FLUSH is acknowledged only after the fdatasync that covers its end offset returned
+(RocketMQ's GroupCommitService). Each waiting send costs the loop one deque append and one `want()` on
+the flusher (no lock unless the flusher sleeps), and its answer is a transport `Later`: no coroutine, no
+future and no Task per message. The flusher thread announces each flushed offset with one
+`call_soon_threadsafe`; `flushed()` then answers, in arrival order, every send whose end it covers.
+Sends arrive on the loop thread one after another, so their end offsets ascend along the deque: an
+answer never leaves before its own flush (a smaller end queued behind a larger one only waits longer).
+
+A send not covered within `syncFlushTimeout` ms is answered FLUSH_DISK_TIMEOUT by a loop timer at the
+oldest deadline (the flusher may be stuck in fdatasync and cannot time anything out itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.store.flush import FlushService
+
+# The answer if the flush does not come in time (built only then).
+TimeoutAnswer = Callable[[], RemotingCommand]
+
+
+class Answerable(Protocol):
+    """What the dispatcher binds to a request (transport.dispatch.Later)."""
+
+    def answer(self, response: RemotingCommand | None) -> None: ...
+
+
+A = TypeVar("A", bound=Answerable)
+
+
+class FlushWaits(Generic[A]):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        flusher: FlushService,
+        timeout_ms: int,
+        make_later: Callable[[], A],
+    ) -> None:
+        self._loop = loop
+        self._flusher = flusher
+        self._timeout = timeout_ms / 1000.0
+        self._make_later = make_later
+        # (end offset, deadline, the pending answer, the success answer, the timeout answer's builder)
+        self._waits: collections.deque[tuple[int, float, A, RemotingCommand, TimeoutAnswer]] = (
+            collections.deque()
+        )
+        self._timer: asyncio.TimerHandle | None = None
+        flusher.flushed_listener = self._post
+
+    def add(self, end_offset: int, answer: RemotingCommand, on_timeout: TimeoutAnswer) -> RemotingCommand | A:
+        """`answer` once the log is flushed through `end_offset`: at once if it already is, else a
+        pending answer (a `Later` the dispatcher binds to the request) that `flushed()` answers."""
+        if self._flusher.commit_log_files.flushed_where >= end_offset:
+            return answer
+        later = self._make_later()
+        deadline = self._loop.time() + self._timeout
+        self._waits.append((end_offset, deadline, later, answer, on_timeout))
+        self._flusher.want(end_offset)
+        if self._timer is None:
+            self._timer = self._loop.call_at(deadline, self._expire)
+        return later
+
+    def _post(self, flushed: int) -> None:
+        """On the flusher thread: hand the flushed offset to the loop (one wake-up per flush round)."""
+        try:
+            self._loop.call_soon_threadsafe(self.flushed, flushed)
+        except RuntimeError:  # the loop is closed: the broker is shutting down, no one is left to answer
+            pass
+
+    def flushed(self, offset: int) -> None:
+        waits = self._waits
+        while waits and waits[0][0] <= offset:
+            _, _, later, answer, _ = waits.popleft()
+            later.answer(answer)
+
+    def _expire(self) -> None:
+        self._timer = None
+        now = self._loop.time() + 0.001  # call_at may fire up to the clock resolution early
+        waits = self._waits
+        while waits and waits[0][1] <= now:
+            _, _, later, _, on_timeout = waits.popleft()
+            later.answer(on_timeout())
+        if waits:
+            self._timer = self._loop.call_at(waits[0][1], self._expire)
+
+    def __len__(self) -> int:
+        return len(self._waits)

@@ -1,0 +1,137 @@
+"""The group commit's loop side (broker/processors/flush_waits.py) on a real SYNC_FLUSH store whose
+flusher rounds the test runs by hand: a send is answered only once a flush covered its end offset, in
+order, each exactly once; FLUSH_DISK_TIMEOUT when no flush comes in time; at once when already flushed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orbitmq.broker.processors.flush_waits import FlushWaits
+from orbitmq.protocol.codes import ResponseCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.store import MessageStore
+from orbitmq.store.flush import FlushService
+
+from ..store.conftest import make_message, small_config
+
+
+class Pending:
+    """Stands in for the dispatcher's Later: records what it is answered with."""
+
+    def __init__(self) -> None:
+        self.answers: list[RemotingCommand | None] = []
+
+    def answer(self, response: RemotingCommand | None) -> None:
+        self.answers.append(response)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MessageStore]:
+    s = MessageStore(small_config(tmp_path, flush_disk_type="SYNC_FLUSH"))
+    s.load()
+    s.start()
+    assert s.flusher is not None
+    s.flusher.stop(final_flush=False)  # no flusher thread: the test runs the rounds
+    try:
+        yield s
+    finally:
+        s.shutdown()
+
+
+def _flusher(store: MessageStore) -> FlushService:
+    assert store.flusher is not None
+    return store.flusher
+
+
+def _ok(n: int) -> RemotingCommand:
+    return RemotingCommand.response(ResponseCode.SUCCESS, f"ok {n}")
+
+
+def _timeout() -> RemotingCommand:
+    return RemotingCommand.response(ResponseCode.FLUSH_DISK_TIMEOUT, "late")
+
+
+async def _posted() -> None:
+    """Let the loop run what the flusher posted with call_soon_threadsafe."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_a_send_is_answered_only_by_a_flush_that_covers_it(store: MessageStore) -> None:
+    flusher = _flusher(store)
+    waits = FlushWaits(asyncio.get_running_loop(), flusher, 60_000, Pending)
+    first = store.put_message(make_message(body=b"one"))
+    pending_first = waits.add(first.end_offset, _ok(1), _timeout)
+    assert isinstance(pending_first, Pending)
+    assert flusher._wanted == first.end_offset  # the flusher was told what to cover
+    flusher._round()  # one fdatasync through the first message; announced to the loop
+    second = store.put_message(make_message(body=b"two"))  # stored after that flush began
+    pending_second = waits.add(second.end_offset, _ok(2), _timeout)
+    assert isinstance(pending_second, Pending)
+    await _posted()
+    assert [a.remark for a in pending_first.answers if a] == ["ok 1"]
+    assert pending_second.answers == []  # not covered yet: no answer
+    assert len(waits) == 1
+    flusher._round()
+    await _posted()
+    assert [a.remark for a in pending_second.answers if a] == ["ok 2"]
+    assert len(pending_first.answers) == 1  # answered once
+    # Already flushed: the answer comes back at once, nothing waits.
+    assert waits.add(second.end_offset, _ok(3), _timeout).remark == "ok 3"  # type: ignore[union-attr]
+    assert len(waits) == 0
+
+
+async def test_one_flush_answers_every_send_it_covered_in_order(store: MessageStore) -> None:
+    flusher = _flusher(store)
+    order: list[str] = []
+
+    class Ordered(Pending):
+        def answer(self, response: RemotingCommand | None) -> None:
+            order.append(response.remark if response is not None and response.remark else "")
+
+    waits = FlushWaits(asyncio.get_running_loop(), flusher, 60_000, Ordered)
+    for i in range(20):
+        r = store.put_message(make_message(body=b"%d" % i))
+        assert isinstance(waits.add(r.end_offset, _ok(i), _timeout), Ordered)
+    flusher._round()
+    await _posted()
+    assert order == [f"ok {i}" for i in range(20)]
+
+
+async def test_no_flush_in_time_answers_flush_disk_timeout(store: MessageStore) -> None:
+    waits = FlushWaits(asyncio.get_running_loop(), _flusher(store), 50, Pending)
+    r = store.put_message(make_message())
+    pending = waits.add(r.end_offset, _ok(1), _timeout)
+    assert isinstance(pending, Pending)
+    await asyncio.sleep(0.3)
+    assert [a.code for a in pending.answers if a] == [ResponseCode.FLUSH_DISK_TIMEOUT]
+    assert len(waits) == 0
+
+
+def test_want_wakes_a_sleeping_flusher(tmp_path: Path) -> None:
+    """A flusher asleep for a minute (ASYNC_FLUSH, 60 s interval) is woken by want() and announces the
+    flush: without the wake-up nothing would be heard for a minute."""
+    s = MessageStore(small_config(tmp_path, flush_interval_commit_log=60_000))
+    s.load()
+    s.start()
+    try:
+        flusher = _flusher(s)
+        heard: list[int] = []
+        flusher.flushed_listener = heard.append
+        r = s.put_message(make_message())
+        time.sleep(0.05)  # the thread is asleep now
+        assert s.flushed_offset < r.end_offset
+        flusher.want(r.end_offset)
+        for _ in range(500):
+            if heard and heard[-1] >= r.end_offset:
+                break
+            time.sleep(0.01)
+        assert heard and heard[-1] >= r.end_offset
+        assert s.flushed_offset >= r.end_offset
+    finally:
+        s.shutdown()
