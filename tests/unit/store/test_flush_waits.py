@@ -17,7 +17,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.store import MessageStore
 from orbitmq.store.flush import FlushService
 
-from ..store.conftest import make_message, small_config
+from .conftest import make_message, small_config
 
 
 class Pending:
