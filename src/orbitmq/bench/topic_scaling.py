@@ -7,7 +7,11 @@ ascending order on that server (the topics of the smaller counts stay: 1,000 top
 topics). Per topic count:
 - first touch: one message into every new queue, which creates its consume-queue file (msgs/s in the
   note, outside the measured window: the rows compare steady states);
-- send: 4 sync senders, round robin over every topic, for --duration seconds (msgs/s, RT p50/p99);
+- send: 4 sync senders, round robin over the count's topics, for --duration seconds (msgs/s, RT
+  p50/p99). The sends are measured once every count is set up, the counts taking turns, --repeat times
+  (the median run is reported): every count then sees the same server state (all the topics exist; a
+  1-topic row walks one of them), and a busy moment of the shared box hits each count alike instead of
+  deciding their ratio;
 - pull latency (single PULL_MESSAGE requests of 32 messages, no long polling), p50/p99 of
   `PULL_SAMPLES` pulls each: "new" = the newest 32 messages of random queues of the measured topics,
   "old" = random offsets of the backlog topic (the first messages of the measured topics on an empty
@@ -168,6 +172,36 @@ async def measure_send(
         m.note = f"first error: {case.first_error}"
 
 
+async def interleaved_sends(
+    driver: RawDriver,
+    topics: list[str],
+    levels: list[Measurement],
+    args: argparse.Namespace,
+    progress: Progress,
+) -> list[list[Measurement]]:
+    """The send rows of every level, the levels taking turns, `--repeat` rounds."""
+    runs: list[list[Measurement]] = [[] for _ in levels]
+    for _ in range(max(1, args.repeat)):
+        for i, level in enumerate(levels):
+            m = Measurement("W9", level.case, SYSTEM, body_size=args.size)
+            await measure_send(driver, topics[: int(level.extra["topics"])], m, args, progress)
+            progress.end(f"W9 {m.case}: {m.msgs_per_s:,.0f} msgs/s")
+            runs[i].append(m)
+    return runs
+
+
+def merge_send(level: Measurement, runs: list[Measurement]) -> Measurement:
+    """The median send run of a level, carrying the level's memory, pull and set-up figures."""
+    ordered = sorted(runs, key=lambda m: m.msgs_per_s)
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.extra.update(level.extra)
+    notes = [n for n in (chosen.note, level.note) if n]
+    if len(runs) > 1:
+        notes.append(f"median of {len(runs)} runs ({', '.join(f'{m.msgs_per_s:,.0f}' for m in runs)})")
+    chosen.note = "; ".join(notes)
+    return chosen
+
+
 def add_memory(m: Measurement, server: ServerHandle) -> str:
     pid = server.pids[0] if server.pids else None
     if pid is None:
@@ -223,7 +257,6 @@ async def run_level(
             await asyncio.sleep(min(SETTLE_SECONDS, args.duration))
             label = f"{count} topic{'s' if count != 1 else ''}, backlog {backlog:,}"
             m = Measurement("W9", label, SYSTEM, body_size=args.size)
-            await measure_send(driver, topics, m, args, progress)
             progress.set_phase("pull latency")
             new, new_found = await pull_latencies(driver, await newest_samples(driver, topics, rng))
             old, old_found = await pull_latencies(
@@ -248,10 +281,12 @@ async def run_level(
                 f"{'backlog' if backlog_topic else 'oldest'} {old.p50_us:,.0f}/{old.p99_us:,.0f} µs"
             )
             first = f"first message into each new queue {touched:,.0f} msgs/s (not in the figure)"
-            parts = [p for p in (m.note, memory, pulls, first) if p]
+            parts = [p for p in (memory, pulls, first) if p]
             m.note = "; ".join(parts) + fill_note
             results.append(m)
-            progress.end(f"W9 {m.case}: {m.msgs_per_s:,.0f} msgs/s; {m.note}")
+            progress.end(f"W9 {m.case}: {m.note}")
+        sent = await interleaved_sends(driver, topics, results, args, progress)
+        results = [merge_send(level, runs) for level, runs in zip(results, sent, strict=True)]
     finally:
         await driver.close()
         await asyncio.to_thread(server.stop)
