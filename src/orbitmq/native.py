@@ -64,6 +64,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.client.send_call",
     "orbitmq.client.send_request",
     "orbitmq.client.send_result",
+    "orbitmq.client.routing",
+    "orbitmq.message.validation",
     "orbitmq.transport.client",
 )
 
