@@ -50,6 +50,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",
     "orbitmq.store.batch_append",
+    "orbitmq.store.store_reads",
     "orbitmq.store.message_store",
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
