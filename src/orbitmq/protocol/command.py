@@ -334,7 +334,8 @@ def _int_field(obj: Mapping[str, Any], name: str, default: int) -> int:
 
 def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
     try:
-        parsed = orjson.loads(header)
+        # orjson reads a memoryview more slowly than the copy costs (2.8 µs against 1.9 for a send header)
+        parsed = orjson.loads(header.tobytes())
     except orjson.JSONDecodeError:
         parsed = _lenient_json(header)
     if type(parsed) is not dict:
@@ -403,7 +404,6 @@ def _lenient_json(header: memoryview) -> object:
         raise RemoteProtocolError(f"broken JSON header: {exc}") from None
 
 
-_SHORT: Final = struct.Struct(">h")
 _BINARY_FIXED_SIGNED: Final = struct.Struct(">hbhiii")
 
 
@@ -428,33 +428,49 @@ def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCo
         raise RemoteProtocolError(f"bad extFields length {ext_length} in ROCKETMQ header")
     ext: dict[str, str] = {}
     if ext_length:
-        data = header[pos:end].tobytes()  # one copy; slicing bytes below is cheaper than views
-        pos = 0
-        end = ext_length
-        short = _SHORT.unpack_from
-        int_ = _INT.unpack_from
-        # Only a header long enough to hold more entries than allowed pays for counting them.
-        counting = ext_length > _MIN_EXT_ENTRY * max_ext_fields
-        while pos < end:
-            if counting and len(ext) >= max_ext_fields:
-                raise RemoteProtocolError(f"extFields exceed the limit {max_ext_fields}")
-            if pos + 2 > end:
-                raise RemoteProtocolError("truncated extFields key length")
-            (key_length,) = short(data, pos)
-            pos += 2
-            if key_length < 0 or pos + key_length + 4 > end:
-                raise RemoteProtocolError(f"bad extFields key length {key_length}")
-            key = str(data[pos : pos + key_length], "utf-8", "replace")
-            pos += key_length
-            (value_length,) = int_(data, pos)
-            pos += 4
-            if value_length < 0 or pos + value_length > end:
-                raise RemoteProtocolError(f"bad extFields value length {value_length}")
-            ext[key] = str(data[pos : pos + value_length], "utf-8", "replace")
-            pos += value_length
+        ext = _decode_ext_map(header[pos:end].tobytes(), max_ext_fields)
     return RemotingCommand(
         code, language, version, opaque, flag, remark, ext, serialize_type=SerializeType.ROCKETMQ
     )
+
+
+def _decode_ext_map(data: bytes, max_ext_fields: int) -> dict[str, str]:
+    """RocketMQSerializable's ext map: (key length short, key, value length int, value)*, UTF-8.
+
+    Every request of a client using the ROCKETMQ serialization (Apache's benchmark Producer, for one)
+    passes here, a dozen entries each, so the loop allocates only what it returns: lengths are read
+    byte by byte (no struct tuples), and an all-ASCII block (nearly always) is decoded once and sliced
+    as text (no bytes slice and codec call per entry; one-letter keys come from CPython's cache).
+    """
+    ext: dict[str, str] = {}
+    end = len(data)
+    text = data.decode("ascii") if data.isascii() else ""
+    pos = 0
+    # Only a block long enough to hold more entries than allowed pays for counting them.
+    counting = end > _MIN_EXT_ENTRY * max_ext_fields
+    while pos < end:
+        if counting and len(ext) >= max_ext_fields:
+            raise RemoteProtocolError(f"extFields exceed the limit {max_ext_fields}")
+        if pos + 2 > end:
+            raise RemoteProtocolError("truncated extFields key length")
+        key_length = (data[pos] << 8) | data[pos + 1]
+        pos += 2
+        if key_length >= 0x8000 or pos + key_length + 4 > end:
+            signed = key_length - 0x10000 if key_length >= 0x8000 else key_length
+            raise RemoteProtocolError(f"bad extFields key length {signed}")
+        key = text[pos : pos + key_length] if text else str(data[pos : pos + key_length], "utf-8", "replace")
+        pos += key_length
+        value_length = (data[pos] << 24) | (data[pos + 1] << 16) | (data[pos + 2] << 8) | data[pos + 3]
+        pos += 4
+        if value_length >= 0x80000000 or pos + value_length > end:
+            signed = value_length - 0x100000000 if value_length >= 0x80000000 else value_length
+            raise RemoteProtocolError(f"bad extFields value length {signed}")
+        if text:
+            ext[key] = text[pos : pos + value_length]
+        else:
+            ext[key] = str(data[pos : pos + value_length], "utf-8", "replace")
+        pos += value_length
+    return ext
 
 
 _WORD: Final = struct.Struct(">I")

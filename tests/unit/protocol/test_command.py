@@ -246,3 +246,38 @@ def test_ali_ons_request_header_shape() -> None:
     assert cmd.remark is None and cmd.version == 121 and cmd.language == LanguageCode.JAVA
     assert cmd.ext_fields["queueId"] == "0" and cmd.ext_fields["commitOffset"] == "-1"
     assert cmd.ext_fields["subVersion"] == "1690000000000"
+
+
+def _ext_frame(area: bytes) -> bytes:
+    header = struct.pack(">hbhiii", 310, 0, 407, 1, 0, 0) + struct.pack(">i", len(area)) + area
+    return struct.pack(">I", (1 << 24) | len(header)) + header
+
+
+def _ext_area(entries: list[tuple[bytes, bytes]]) -> bytes:
+    return b"".join(struct.pack(">h", len(k)) + k + struct.pack(">i", len(v)) + v for k, v in entries)
+
+
+def test_rocketmq_binary_ext_map_ascii_and_utf8_read_alike() -> None:
+    # the all-ASCII block is sliced as text, anything else decoded entry by entry: same answers
+    entries = [(b"a", b"group"), (b"topic", b"T"), (b"i", b"UNIQ_KEY\x01AB\x02WAIT\x01true\x02")]
+    ascii_ext = decode_command(_ext_frame(_ext_area(entries))).ext_fields
+    assert ascii_ext == {"a": "group", "topic": "T", "i": "UNIQ_KEY\x01AB\x02WAIT\x01true\x02"}
+    entries.append(("clé".encode(), "värde €".encode()))
+    entries.append((b"bad", b"x\xffy"))  # Java's new String(bytes, UTF_8): a replacement character
+    utf8_ext = decode_command(_ext_frame(_ext_area(entries))).ext_fields
+    assert utf8_ext == {**ascii_ext, "clé": "värde €", "bad": "x\ufffdy"}
+
+
+@pytest.mark.parametrize(
+    ("area", "message"),
+    [
+        (b"\x00", "truncated extFields key length"),
+        (b"\xff\xff" + b"abcd", "bad extFields key length -1"),
+        (b"\x00\x01a" + struct.pack(">i", -2), "bad extFields value length -2"),
+        (b"\x00\x01a" + struct.pack(">i", 5) + b"abc", "bad extFields value length 5"),
+        (b"\x00\x01a" + struct.pack(">i", 0) + b"\x00\x05ab", "bad extFields key length 5"),
+    ],
+)
+def test_rocketmq_binary_ext_map_broken(area: bytes, message: str) -> None:
+    with pytest.raises(RemoteProtocolError, match=message):
+        decode_command(_ext_frame(area))

@@ -127,6 +127,11 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
 class SendProcessor:
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
+        # The app's config, topic table and stats are the same objects for its whole life: held here,
+        # each per-send read is a native attribute, not a lookup through the (interpreted) app object.
+        self._config = app.config
+        self._topics = app.topics
+        self._stats = app.stats
         # Group-commit outcomes handed over by the flusher thread, resolved on the loop in one callback
         # per flush round (not one cross-thread wake-up per waiting message).
         self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
@@ -177,7 +182,7 @@ class SendProcessor:
         ) = header
         if app.stopping:
             raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
-        if app.config.broker_role == "SLAVE":  # (config.is_slave, without a Python property call)
+        if self._config.broker_role == "SLAVE":  # (config.is_slave, without a Python property call)
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
@@ -197,7 +202,7 @@ class SendProcessor:
         body = request.body
         host = born_host(conn)
         store = app.store  # (a property: read once)
-        cluster = app.config.broker_cluster_name
+        cluster = self._config.broker_cluster_name
         if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise BadRequest(
@@ -269,10 +274,10 @@ class SendProcessor:
                     version=request.version,
                     props=props,
                 )
-            if parse_boolean(props.get(P.TRAN_MSG)) and app.config.reject_transaction_message:
+            if parse_boolean(props.get(P.TRAN_MSG)) and self._config.reject_transaction_message:
                 raise BadRequest(
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{app.config.broker_name}] sending transaction message is forbidden",
+                    f"the broker[{self._config.broker_name}] sending transaction message is forbidden",
                 )
             if parse_boolean(props.get(P.TRAN_MSG)):
                 topic, queue_id, sys_flag = app.transactions.prepare(topic, queue_id, sys_flag, props)
@@ -303,23 +308,22 @@ class SendProcessor:
         queue_id: int,
         producer_group: str,
     ) -> TopicConfig:
-        app = self.app
         # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
-        if not app.config.broker_permission & _PERM_WRITE:
+        if not self._config.broker_permission & _PERM_WRITE:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{app.config.broker_ip1}] sending message is forbidden",
+                f"the broker[{self._config.broker_ip1}] sending message is forbidden",
             )
         reason = None if topic in _VALID_TOPICS else validate_topic_name(topic)
         if reason is not None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in _NOT_ALLOWED_SEND_TOPICS:
             raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
-        tc = app.topics.table.get(topic)  # (TopicConfigManager.select, without its call)
+        tc = self._topics.table.get(topic)  # (TopicConfigManager.select, without its call)
         if tc is None:
-            tc = app.topics.create_in_send(topic, default_topic, default_queue_nums, 0)
+            tc = self._topics.create_in_send(topic, default_topic, default_queue_nums, 0)
             if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                tc = app.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
+                tc = self._topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE)
             if tc is None:
                 raise BadRequest(
                     ResponseCode.TOPIC_NOT_EXIST,
@@ -406,9 +410,9 @@ class SendProcessor:
                 raise BadRequest(err_code, remark)
             code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
-        app.stats.put(topic, result.msg_num, result.wrote_bytes)
+        self._stats.put(topic, result.msg_num, result.wrote_bytes)
         if code == ResponseCode.SUCCESS and wait:
-            sync_master = app.config.broker_role == "SYNC_MASTER"
+            sync_master = self._config.broker_role == "SYNC_MASTER"
             if later and not sync_master and (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
                 # The group commit answers it (flush_waits.py): no coroutine or Task per send.
                 waits = self._flush_waits_for()
@@ -447,7 +451,7 @@ class SendProcessor:
         return SendReplyTemplate(((P.MSG_REGION, region), (P.TRACE_ON, "true" if trace_on else "false")))
 
     def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
-        config = self.app.config
+        config = self._config
         if code == ResponseCode.SUCCESS:
             # The plain success: no ext dict, its header is written from the template (same bytes).
             region = config.region_id
