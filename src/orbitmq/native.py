@@ -43,6 +43,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.message.batch_scan",
     "orbitmq.store.store_message",
     "orbitmq.store.results",
+    "orbitmq.store.stats",
+    "orbitmq.store.mapped_file",
     "orbitmq.store.segment_queue",
     "orbitmq.store.commit_log",
     "orbitmq.store.consume_queue",

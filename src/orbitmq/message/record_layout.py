@@ -80,6 +80,12 @@ _FIXED_BY_FLAGS: Final = tuple(
     _FIXED[(bool(flags & BORNHOST_V6_FLAG), bool(flags & STOREHOSTADDRESS_V6_FLAG))]
     for flags in range(0, 0x40, 0x10)
 )
+_FIXED_SIZES: Final[tuple[int, int, int, int]] = (
+    _FIXED_BY_FLAGS[0].size,
+    _FIXED_BY_FLAGS[1].size,
+    _FIXED_BY_FLAGS[2].size,
+    _FIXED_BY_FLAGS[3].size,
+)
 _INT: Final = struct.Struct(">i")
 _UINT_PAIR: Final = struct.Struct(">iI")
 _SHORT: Final = struct.Struct(">h")
@@ -244,11 +250,13 @@ def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message a
             f"properties string is {properties_len} bytes long; at most {MAX_PROPERTIES_LENGTH} allowed"
         )
     sys_flag = host_sys_flag(sys_flag, born_host, store_host)
-    fixed = _FIXED_BY_FLAGS[(sys_flag >> 4) & 0x3]
+    layout = (sys_flag >> 4) & 0x3
+    fixed = _FIXED_BY_FLAGS[layout]
+    fixed_size = _FIXED_SIZES[layout]  # (a native int: Struct.size is an attribute lookup)
     body_len = len(body)
-    body_pos = pos + fixed.size
+    body_pos = pos + fixed_size
     tail_pos = body_pos + body_len
-    size = fixed.size + body_len + 3 + topic_len + properties_len
+    size = fixed_size + body_len + 3 + topic_len + properties_len
     if pos < 0 or pos + size > len(buf):
         raise ValueError(f"record of {size} bytes does not fit at {pos} in a buffer of {len(buf)} bytes")
     fixed.pack_into(

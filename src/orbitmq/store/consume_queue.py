@@ -85,6 +85,23 @@ class ConsumeQueue:
         return f.view(start, end - start), (end - start) // CQ_ENTRY_SIZE
 
     # ---- writing --------------------------------------------------------------------------------
+    def put_entry(self, phy: int, size: int, tags: int, queue_offset: int) -> int:
+        """`put_entries` of one entry (the single-message put), without building a list of tuples when
+        it simply extends the queue; anything else (a duplicate, a gap, no file yet) goes through
+        `put_entries`."""
+        files = self.files
+        if (
+            queue_offset != files.max_offset // CQ_ENTRY_SIZE
+            or phy + size <= self.max_physic_offset
+            or not files.files
+        ):
+            return self.put_entries([(phy, size, tags, queue_offset)])
+        f = files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)
+        _ENTRY.pack_into(f.mm, f.wrote_position, phy, size, tags)
+        f.wrote_position += CQ_ENTRY_SIZE
+        self.max_physic_offset = phy + size
+        return 1
+
     def put_entries(self, entries: list[tuple[int, int, int, int]]) -> int:
         """Append (commit log offset, size, tags code, queue offset) entries with consecutive queue offsets.
 

@@ -278,7 +278,7 @@ class Dispatcher:
         cq = None
         if not r.sys_flag & 0x4:
             cq = self.queues.find_or_create(r.topic, r.queue_id)
-            cq.put_entries([(r.physical_offset, r.size, r.tags_code, r.queue_offset)])
+            cq.put_entry(r.physical_offset, r.size, r.tags_code, r.queue_offset)
         key_index = self.key_index
         if (
             key_index is not None

@@ -16,11 +16,16 @@ import os
 import threading
 import time
 from operator import mul
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from orbitmq.common.clock import Clock
 from orbitmq.message.hashing import hash_powers, java_string_hash
 from orbitmq.store.index_file import IndexFile
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int (a plain int to the interpreter: only annotations name it, and they are
+    # never evaluated at run time, so mypy_extensions is not a run-time dependency).
+    from mypy_extensions import i64
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +54,7 @@ def key_hash_with_prefix(prefix: int, key: str) -> int:
     if key.isascii() and n < len(_POW31):
         data = key.encode()
         if _COMPILED:
-            h = prefix
-            for i in range(n):
-                h = ((h << 5) - h + data[i]) & 0xFFFFFFFF
+            h = _ascii_hash(prefix, data)
         else:
             h = (prefix * _POW31[n] + sum(map(mul, data, hash_powers(n)))) & _MASK32
     else:
@@ -61,6 +64,14 @@ def key_hash_with_prefix(prefix: int, key: str) -> int:
     if h & 0x80000000:
         h -= 0x100000000
     return 0 if h == -0x80000000 else abs(h)
+
+
+def _ascii_hash(prefix: int, data: bytes) -> int:
+    # i64 locals: compiled, each step is a machine add and shift (no tagged-int overflow checks)
+    h: i64 = prefix
+    for i in range(len(data)):
+        h = ((h << 5) - h + data[i]) & 0xFFFFFFFF
+    return h
 
 
 def index_file_name(now_ms: int) -> str:

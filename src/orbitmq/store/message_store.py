@@ -288,7 +288,10 @@ class MessageStore(StoreReads):
                 return unsafe
         # Append and dispatch under one lock: consume-queue entries must be written in log order even
         # if several threads put (the broker's loop is one writer; tools and benches may be more).
-        with self._write_lock:
+        # (acquire/release, not `with`: compiled, a with-statement looks up and binds __enter__/__exit__)
+        lock = self._write_lock
+        lock.acquire()
+        try:
             try:
                 result, requests = self.commit_log.put(msg)
             except SegmentCreateError as exc:
@@ -303,6 +306,8 @@ class MessageStore(StoreReads):
                 stats.put_message_size_total += result.wrote_bytes
                 return result
             return self._after_put(result, requests)
+        finally:
+            lock.release()
 
     def put_messages(self, batch: StoreBatch) -> PutMessageResult:
         refused = self._refuse()

@@ -57,3 +57,23 @@ def test_truncate_recover_and_correct_min_offset(tmp_path: Path) -> None:
     assert again.max_offset == 17 and again.max_physic_offset == 1700
     assert again.delete_expired_files(1000) == 1 and again.min_offset == 10
     again.close()
+
+
+def test_put_entry_writes_as_put_entries_does(tmp_path: Path) -> None:
+    # The single-message path: the same bytes as put_entries, across a file roll, with the duplicate guard
+    # and the gap fill of the general path.
+    one = ConsumeQueue(str(tmp_path / "one"), "T", 0, 10 * 20)
+    many = ConsumeQueue(str(tmp_path / "many"), "T", 0, 10 * 20)
+    entries = [(i * 100, 100, i, i) for i in range(3, 15)]  # starts at 3: a pre-blanked first file
+    many.put_entries(entries)
+    assert [one.put_entry(*e) for e in entries] == [1] * len(entries)
+    assert one.put_entry(*entries[5]) == 0  # already there
+    assert one.put_entry(1400, 100, 0, 14) == 0  # below the max physical offset
+    for name in (f"{0:020d}", f"{200:020d}"):
+        assert (tmp_path / "one" / "T" / "0" / name).read_bytes() == (
+            tmp_path / "many" / "T" / "0" / name
+        ).read_bytes()
+    assert one.put_entry(9000, 50, 7, 17) == 1  # a gap of two entries: blanks, as put_entries writes
+    assert one.max_offset == 18 and one.entry(15) == (0, PRE_BLANK_SIZE, 0) and one.entry(17) == (9000, 50, 7)
+    one.close()
+    many.close()

@@ -75,6 +75,7 @@ _NOT_ALLOWED_SEND_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS
 _PERM_WRITE: Final[int] = PERM_WRITE
 _SYNC_FLUSH: Final = SYNC_FLUSH
 _SEND_MESSAGE_V1: Final[int] = RequestCode.SEND_MESSAGE
+_SUCCESS: Final[int] = ResponseCode.SUCCESS
 _VALID_TOPICS: Final = valid_topics
 # find_property_key's search keys for the properties the store indexes
 _TAGS_KEY: Final = "\x02" + P.TAGS + "\x01"
@@ -402,7 +403,7 @@ class SendProcessor:
         dispatcher's own sends), under SYNC_FLUSH alone a `Later` the group commit answers."""
         app = self.app
         status = result.status
-        code: int = ResponseCode.SUCCESS
+        code: int = _SUCCESS
         if status is not PutMessageStatus.PUT_OK:  # (an enum's .name is a Python property: only here)
             stored_code = _STORED_CODES.get(status.name)
             if stored_code is None:
@@ -411,7 +412,7 @@ class SendProcessor:
             code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         self._stats.put(topic, result.msg_num, result.wrote_bytes)
-        if code == ResponseCode.SUCCESS and wait:
+        if code == _SUCCESS and wait:
             sync_master = self._config.broker_role == "SYNC_MASTER"
             if later and not sync_master and (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
                 # The group commit answers it (flush_waits.py): no coroutine or Task per send.
@@ -437,12 +438,12 @@ class SendProcessor:
 
     async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         app = self.app
-        code: int = ResponseCode.SUCCESS
+        code: int = _SUCCESS
         if app.store.config.sync_flush:
             flushed = await self.wait_flush(result.end_offset)
             if not flushed:
                 code = ResponseCode.FLUSH_DISK_TIMEOUT
-        if code == ResponseCode.SUCCESS and app.config.broker_role == "SYNC_MASTER":
+        if code == _SUCCESS and app.config.broker_role == "SYNC_MASTER":
             code = await app.replication.wait_replicated(result.end_offset)
         return self._response(code, result, queue_id)
 
@@ -452,7 +453,7 @@ class SendProcessor:
 
     def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         config = self._config
-        if code == ResponseCode.SUCCESS:
+        if code == _SUCCESS:
             # The plain success: no ext dict, its header is written from the template (same bytes).
             region = config.region_id
             trace_on = config.trace_on
