@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from orbitmq.client.api import RETRYABLE_SEND_CODES, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig
@@ -44,6 +44,8 @@ from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
+# A static: compiled, `asyncio.get_running_loop` is a module attribute lookup per send.
+_GET_RUNNING_LOOP: Final = asyncio.get_running_loop
 
 
 class Producer:
@@ -226,7 +228,7 @@ class Producer:
         if future is not None:
             self._pending.add(future)  # the SendCall discards it when done: no done callback needed
             return future
-        task = asyncio.get_running_loop().create_task(
+        task = _GET_RUNNING_LOOP().create_task(
             self._send_with_retries(msg, budget, 1 + self.retry_times_async)
         )
         track_send(self._pending, task)
@@ -265,7 +267,7 @@ class Producer:
         """`request` as a task (validation errors are raised at once)."""
         self._validate(msg)
         self._instance()
-        task = asyncio.get_running_loop().create_task(self.request(msg, timeout))
+        task = _GET_RUNNING_LOOP().create_task(self.request(msg, timeout))
         track_send(self._pending, task)
         return task
 
@@ -336,7 +338,7 @@ class Producer:
         if addr is None:
             return None
         prepared = self._prepare(msg)
-        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[SendResult] = _GET_RUNNING_LOOP().create_future()
         call = SendCall(
             self,
             future,
@@ -461,6 +463,6 @@ class Producer:
         instance = self.instance
         if instance is None:
             return
-        task = asyncio.get_running_loop().create_task(instance.update_topic_route(topic))
+        task = _GET_RUNNING_LOOP().create_task(instance.update_topic_route(topic))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)

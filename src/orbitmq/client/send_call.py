@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.client.send_result import send_result
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from orbitmq.client.send_request import Prepared
 
 log = logging.getLogger("orbitmq.client")
+_SEND_OK: Final = SendStatus.SEND_OK  # a static: an enum member is a class attribute lookup per send
 
 # The failures after which another attempt may help (the rest end the send at once).
 ATTEMPT_FAILURES = (ConnectError, RequestTimeoutError, BrokerError)
@@ -85,7 +86,7 @@ class SendCall:
                 if producer.fault.enabled:
                     producer._record_latency(mq, self.start, isolation=False)
                 if (
-                    result.status is not SendStatus.SEND_OK
+                    result.status is not _SEND_OK
                     and producer.retry_another_broker_when_not_store_ok
                     and self.attempts > 1
                 ):

@@ -51,8 +51,9 @@ def next_opaque() -> int:
     return next(_opaque_counter) & 0x7FFFFFFF
 
 
-# A static (compiled: the builtin is otherwise looked up in the builtins module at every use).
+# Statics (compiled: a builtin or a module's function is otherwise looked up at every use).
 _MEMORYVIEW: Final = memoryview
+_JSON_DUMPS: Final = orjson.dumps
 
 
 def _nbytes(data: Buffer) -> int:
@@ -134,13 +135,11 @@ class RemotingCommand:
         *,
         oneway: bool = False,
     ) -> RemotingCommand:
-        return cls(
-            code,
-            opaque=next_opaque(),
-            flag=RPC_ONEWAY if oneway else 0,
-            ext_fields=dict(ext_fields) if ext_fields else {},
-            body=body,
-        )
+        fields = dict(ext_fields) if ext_fields else {}
+        flag = RPC_ONEWAY if oneway else 0
+        if cls is RemotingCommand:  # compiled, a direct construction; `cls(...)` is a generic keyword call
+            return RemotingCommand(code, opaque=next_opaque(), flag=flag, ext_fields=fields, body=body)
+        return cls(code, opaque=next_opaque(), flag=flag, ext_fields=fields, body=body)
 
     @classmethod
     def response(
@@ -151,9 +150,10 @@ class RemotingCommand:
         body: Buffer = b"",
     ) -> RemotingCommand:
         """A response; its opaque and serialize type are set by `response_to(request)`."""
-        return cls(
-            code, flag=RPC_TYPE, remark=remark, ext_fields=dict(ext_fields) if ext_fields else {}, body=body
-        )
+        fields = dict(ext_fields) if ext_fields else {}
+        if cls is RemotingCommand:  # (as in `request`)
+            return RemotingCommand(code, flag=RPC_TYPE, remark=remark, ext_fields=fields, body=body)
+        return cls(code, flag=RPC_TYPE, remark=remark, ext_fields=fields, body=body)
 
     def response_to(self, request: RemotingCommand) -> RemotingCommand:
         """Make this the answer to `request` (same opaque and header serialization); returns self."""
@@ -225,11 +225,11 @@ def _json_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark
     return _JSON_HEADER % (
         cmd.code,
-        b',"extFields":' + orjson.dumps(ext) if ext else b"",
+        b',"extFields":' + _JSON_DUMPS(ext) if ext else b"",
         cmd.flag,
         _LANGUAGE_NAME.get(cmd.language, _LANGUAGE_OTHER),
         cmd.opaque,
-        b',"remark":' + orjson.dumps(remark) if remark is not None else b"",
+        b',"remark":' + _JSON_DUMPS(remark) if remark is not None else b"",
         cmd.version,
     )
 

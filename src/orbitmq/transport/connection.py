@@ -48,6 +48,7 @@ SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged
 # working while the rest is still being encoded, instead of idling until the whole window is built.
 EARLY_FLUSH_PIECES: Final = 64
 _PERF_COUNTER: Final = time.perf_counter  # a static: no module attribute lookup per turn
+_GET_RUNNING_LOOP: Final = asyncio.get_running_loop  # (likewise, per send and per invoke)
 _PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
@@ -131,7 +132,7 @@ class Connection(asyncio.Protocol):
         self.remote_address = _format_peer(transport.get_extra_info("peername"))
         self.local_address = _format_peer(transport.get_extra_info("sockname"))
         self.last_activity = self._clock.monotonic()
-        self._loop = asyncio.get_running_loop()
+        self._loop = _GET_RUNNING_LOOP()
         self._lost = self._loop.create_future()
         if self._on_open is not None:
             self._on_open(self)
@@ -186,7 +187,7 @@ class Connection(asyncio.Protocol):
                     self._backlog = commands[i + 1 :]
                     with contextlib.suppress(NotImplementedError, RuntimeError):
                         transport.pause_reading()
-                    asyncio.get_running_loop().call_soon(self._handle_backlog)
+                    _GET_RUNNING_LOOP().call_soon(self._handle_backlog)
                     return
         finally:
             self._receiving = False
@@ -273,7 +274,7 @@ class Connection(asyncio.Protocol):
     async def drain(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark."""
         while self._writing_paused and not self.closed:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiter: asyncio.Future[None] = _GET_RUNNING_LOOP().create_future()
             self._drain_waiters.append(waiter)
             await waiter
 
@@ -293,7 +294,7 @@ class Connection(asyncio.Protocol):
             self._out = []
             transport.writelines(out)
         elif self._flush_handle is None and not self._receiving:
-            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+            self._flush_handle = _GET_RUNNING_LOOP().call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_handle = None
@@ -308,7 +309,7 @@ class Connection(asyncio.Protocol):
             raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
         if request.opaque in self._pending:
             request.opaque = next_opaque()
-        loop = asyncio.get_running_loop()
+        loop = _GET_RUNNING_LOOP()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         opaque = request.opaque
         deadline = loop.time() + max(timeout, 0.0)
@@ -338,7 +339,7 @@ class Connection(asyncio.Protocol):
             raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
         if request.opaque in self._pending:
             request.opaque = next_opaque()
-        loop = self._loop or asyncio.get_running_loop()  # (asyncio's lookup costs a getpid() call)
+        loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
         deadline = loop.time() + max(timeout, 0.0)
         self._pending[request.opaque] = (callback, deadline, timeout, request.code)
         if self._sweep_handle is None or deadline < self._sweep_at:
@@ -416,7 +417,7 @@ class Connection(asyncio.Protocol):
     def _sweep(self) -> None:
         """Fail the requests whose deadline passed; re-arm at the earliest remaining deadline."""
         self._sweep_handle = None
-        loop = asyncio.get_running_loop()
+        loop = _GET_RUNNING_LOOP()
         # call_at may run a timer up to the loop's clock resolution early: count that as due.
         now = loop.time() + 0.001
         earliest = None
