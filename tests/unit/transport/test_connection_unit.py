@@ -187,17 +187,37 @@ def test_split_address() -> None:
             split_address(bad)
 
 
-async def test_sends_in_one_iteration_share_one_write_and_close_flushes_first() -> None:
+async def test_the_first_send_of_an_iteration_leaves_at_once_the_rest_share_one_write() -> None:
     conn, transport = open_connection()
     for code in (1, 2, 3):
         conn.send(RemotingCommand.request(code, oneway=True))
-    assert transport.written == []  # not yet: flushed once the iteration ends
+    # the first at once (the peer starts on it); the others once the iteration ends
+    assert [c.code for c in transport.sent_commands()] == [1]
     await settle()
-    assert len(transport.written) == 1
+    assert len(transport.written) == 2
     assert [c.code for c in transport.sent_commands()] == [1, 2, 3]
-    conn.send(RemotingCommand.request(4, oneway=True))
-    conn.close("bye")
-    assert [c.code for c in transport.sent_commands()] == [1, 2, 3, 4]
+    conn.send(RemotingCommand.request(4, oneway=True))  # a new iteration: at once again
+    conn.send(RemotingCommand.request(5, oneway=True))
+    conn.close("bye")  # flushes what is gathered before the FIN
+    assert [c.code for c in transport.sent_commands()] == [1, 2, 3, 4, 5]
+    assert len(transport.written) == 4
+
+
+async def test_answers_to_a_chunk_first_one_at_once_then_the_rest_together() -> None:
+    dispatcher = Dispatcher(name="unit")
+
+    def echo(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.response(ResponseCode.SUCCESS, remark=str(request.code))
+
+    for code in (11, 12, 13):
+        dispatcher.register(code, echo)
+    conn, transport = open_connection(dispatcher)
+    conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(c)) for c in (11, 12, 13)))
+    # handled inline: answer 11 left alone, 12 and 13 together when the chunk was done
+    assert len(transport.written) == 2
+    assert [c.remark for c in transport.sent_commands()] == ["11", "12", "13"]
+    await settle()
+    assert len(transport.written) == 2
 
 
 async def test_a_large_window_leaves_in_parts_while_it_is_still_being_built() -> None:
