@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -82,8 +83,12 @@ class ClientInstance:
         self.broker_versions: dict[str, int] = {}
         self._rebalance_now = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._jobs: set[asyncio.Task[None]] = set()
+        self._jobs: set[asyncio.Task[Any]] = set()
         self._route_lock = asyncio.Lock()
+        # Route fetches in flight, by (topic, template, queue count): callers that need the same route at
+        # the same time share one nameserver query. (A window of sends to a new topic would otherwise
+        # queue one query per send behind the route lock: 256 sends, ~0.5 s before the first one left.)
+        self._route_fetches: dict[tuple[str, str | None, int], asyncio.Task[bool]] = {}
         self._heartbeat_lock = asyncio.Lock()
         self.started = False
         self._stopping = False
@@ -186,7 +191,30 @@ class ClientInstance:
 
         With `default_topic` (the producer's auto-create template, TBW102) the template's route is used
         when the topic has none, its queue counts clamped to `default_queue_nums` (fact sheet 4.2).
-        Returns False when there is no route (the cache is kept as it was)."""
+        Returns False when there is no route (the cache is kept as it was). Concurrent calls for the same
+        route share one query (the answer of a query already on its way)."""
+        key = (topic, default_topic, default_queue_nums)
+        fetch = self._route_fetches.get(key)
+        if fetch is None:
+            fetch = asyncio.get_running_loop().create_task(
+                self._update_topic_route(topic, default_topic, default_queue_nums)
+            )
+            self._route_fetches[key] = fetch
+            self._jobs.add(fetch)  # cancelled by shutdown()
+            fetch.add_done_callback(functools.partial(self._route_fetch_done, key))
+        # shielded: a caller that gives up (cancelled) does not cancel the query the others wait for
+        return await asyncio.shield(fetch)
+
+    def _route_fetch_done(self, key: tuple[str, str | None, int], fetch: asyncio.Task[bool]) -> None:
+        if self._route_fetches.get(key) is fetch:
+            del self._route_fetches[key]
+        self._jobs.discard(fetch)
+        if not fetch.cancelled():
+            fetch.exception()  # retrieved: its waiters got it (or all of them had given up)
+
+    async def _update_topic_route(
+        self, topic: str, default_topic: str | None, default_queue_nums: int
+    ) -> bool:
         async with self._route_lock:
             try:
                 route = await self.api.get_topic_route(topic)

@@ -14,6 +14,7 @@ import pytest
 
 from orbitmq.client.aio import Message, Producer, SendStatus
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
+from orbitmq.protocol.bodies_core import TopicRouteData
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.testing import ServerProcess, start_broker
 from orbitmq.transport import Connection
@@ -93,3 +94,29 @@ async def test_pending_futures_time_out_then_fail_on_connection_loss(
             finally:
                 with contextlib.suppress(ProcessLookupError):  # (killed above, unless a check failed)
                     os.kill(broker.pid, signal.SIGCONT)
+
+
+async def test_a_window_to_a_new_topic_shares_one_route_query(tmp_path: Path, namesrv: ServerProcess) -> None:
+    # 100 send_async calls before the producer knows the topic's route: they wait for one nameserver
+    # query together (one query each, serialized behind the route lock, took ~0.5 s for 256 sends).
+    topic = unique("NewTopicWindow")
+    with start_broker(tmp_path, namesrv.address, expect=("broker",), **broker_conf()) as b:
+        async with Admin(namesrv) as admin, Producer("PG", config=client_config(namesrv)) as producer:
+            await admin.create_topic(topic, [b], queues=4)
+            assert producer.instance is not None
+            api = producer.instance.api
+            real = api.get_topic_route
+            asked: list[str] = []
+
+            async def counting(name: str, timeout: float | None = None) -> TopicRouteData | None:
+                asked.append(name)
+                return await real(name, timeout)
+
+            api.get_topic_route = counting  # type: ignore[method-assign,assignment]
+            window = [producer.send_async(Message.create(topic, f"n{i}")) for i in range(100)]
+            results = await asyncio.wait_for(asyncio.gather(*window), 20)
+            assert all(r.status is SendStatus.SEND_OK for r in results)
+            # one for the window (the client's periodic route refresh may add its own, once)
+            assert 1 <= asked.count(topic) <= 2
+            stored = await admin.read_topic(topic)
+            assert sorted(m.body for m in stored) == sorted(f"n{i}".encode() for i in range(100))
