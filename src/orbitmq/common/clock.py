@@ -50,4 +50,4 @@ class FakeClock:
         self._monotonic += seconds
 
 
-SYSTEM_CLOCK = SystemClock()
+SYSTEM_CLOCK: Final = SystemClock()

@@ -19,15 +19,14 @@ import os
 import secrets
 import struct
 import threading
-import time
 from datetime import datetime
 from typing import Final, NamedTuple
 
+from orbitmq.common.clock import SYSTEM_CLOCK
 from orbitmq.common.errors import ClientError
 from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE, pack_host, unpack_host
 
 _LONG: Final = struct.Struct(">q")
-_TIME_NS: Final = time.time_ns  # a static: compiled, no module attribute lookup per id
 
 
 _HOST_HEX: dict[bytes, str] = {}
@@ -116,7 +115,7 @@ class UniqueIdGenerator:
 
     def next(self, now_ms: int | None = None) -> str:
         """A new UNIQ_KEY (`now_ms` defaults to the wall clock)."""
-        now = _TIME_NS() // 1_000_000 if now_ms is None else now_ms
+        now = SYSTEM_CLOCK.now_ms() if now_ms is None else now_ms
         month = self._month
         if not month[0] <= now < month[1]:
             month = self._month = _month_start_ms(now)

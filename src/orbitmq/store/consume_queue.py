@@ -96,7 +96,10 @@ class ConsumeQueue:
             or not files.files
         ):
             return self.put_entries([(phy, size, tags, queue_offset)])
-        f = files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)
+        return self._append_one(phy, size, tags, queue_offset)
+
+    def _append_one(self, phy: int, size: int, tags: int, queue_offset: int) -> int:
+        f = self.files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)
         _ENTRY.pack_into(f.mm, f.wrote_position, phy, size, tags)
         f.wrote_position += CQ_ENTRY_SIZE
         self.max_physic_offset = phy + size
@@ -126,11 +129,7 @@ class ConsumeQueue:
         if i == n - 1:
             # One entry (the common single-message put): no chunking, no format lookup.
             phy, size, tags, queue_offset = entries[i]
-            f = self.files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)
-            _ENTRY.pack_into(f.mm, f.wrote_position, phy, size, tags)
-            f.wrote_position += CQ_ENTRY_SIZE
-            self.max_physic_offset = phy + size
-            return 1
+            return self._append_one(phy, size, tags, queue_offset)
         written = 0
         while i < n:
             pos = entries[i][3] * CQ_ENTRY_SIZE

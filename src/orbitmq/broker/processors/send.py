@@ -364,7 +364,7 @@ class SendProcessor:
             max_times = max_reconsume_times
         if reconsume_times >= max_times:
             dlq = dlq_topic(group)
-            self.app.topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
+            self._topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE)
             props.pop(P.DELAY, None)
             return dlq, 0
         return topic, queue_id
@@ -443,7 +443,7 @@ class SendProcessor:
             flushed = await self.wait_flush(result.end_offset)
             if not flushed:
                 code = ResponseCode.FLUSH_DISK_TIMEOUT
-        if code == _SUCCESS and app.config.broker_role == "SYNC_MASTER":
+        if code == _SUCCESS and self._config.broker_role == "SYNC_MASTER":
             code = await app.replication.wait_replicated(result.end_offset)
         return self._response(code, result, queue_id)
 
