@@ -48,6 +48,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.segment_queue",
     "orbitmq.store.commit_log",
     "orbitmq.store.consume_queue",
+    "orbitmq.store.consume_queue_table",
     "orbitmq.store.dispatch",
     "orbitmq.store.index_file",
     "orbitmq.store.key_index",

@@ -340,11 +340,13 @@ _JSON_LOADS: Final = orjson.loads  # a static: no module attribute lookup per he
 
 
 def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingCommand:
+    lenient = False
     try:
         # orjson reads a memoryview more slowly than the copy costs (2.8 µs against 1.9 for a send header)
         parsed = _JSON_LOADS(header.tobytes())
     except orjson.JSONDecodeError:
         parsed = _lenient_json(header)
+        lenient = True
     if type(parsed) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
     # typed, so that compiled the reads below are dict calls (a bound `get` kept in a local is not)
@@ -386,11 +388,14 @@ def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingComm
     else:
         if len(ext) > max_ext_fields:
             raise RemoteProtocolError(f"{len(ext)} extFields exceed the limit {max_ext_fields}")
-        for key, value in ext.items():
-            if type(value) is not str or type(key) is not str:
-                # numbers/booleans from JavaScript clients; odd keys from fastjson-lenient text
-                ext = {_ext_text(k): _ext_text(v) for k, v in ext.items() if v is not None}
+        # numbers/booleans from JavaScript clients; odd keys only from fastjson-lenient text (orjson's
+        # keys are strings: its values alone are checked, without an item tuple each)
+        for value in ext.values():
+            if type(value) is not str:
+                lenient = True
                 break
+        if lenient and not all(type(k) is str and type(v) is str for k, v in ext.items()):
+            ext = {_ext_text(k): _ext_text(v) for k, v in ext.items() if v is not None}
     return RemotingCommand(code, language, version, opaque, flag, remark, ext)
 
 

@@ -52,7 +52,18 @@ _TRANSACTION_ID_KEY: Final = _KEY_LENGTH.pack(13) + b"transactionId"
 class SendReplyTemplate:
     """The parts of a send answer that only change with the broker's config, encoded once."""
 
-    __slots__ = ("binary_tail", "constant_fields", "json_tail")
+    __slots__ = (
+        "binary_tail",
+        "constant_fields",
+        "json_close",
+        "json_code",
+        "json_end",
+        "json_flag",
+        "json_language",
+        "json_open",
+        "json_tail",
+        "json_version",
+    )
 
     def __init__(self, constant_fields: Sequence[tuple[str, str]]) -> None:
         self.constant_fields: tuple[tuple[str, str], ...] = tuple(constant_fields)
@@ -62,6 +73,25 @@ class SendReplyTemplate:
             for key, value in self.constant_fields
         )
         self.binary_tail = b"".join(_binary_entry(key, value.encode()) for key, value in self.constant_fields)
+        # The JSON header around the per-answer values, for the code, flag, language and version it was
+        # last written with (the same for nearly every answer): three numbers formatted per answer, not six.
+        self.json_code = 0
+        self.json_flag = 0
+        self.json_language = -1  # no language code: the first answer writes the frame
+        self.json_version = 0
+        self.json_open = ""
+        self.json_close = ""
+        self.json_end = ""
+
+    def json_frame(self, code: int, flag: int, language: int, language_name: str, version: int) -> None:
+        """Write the constant parts of the JSON header for these values."""
+        self.json_open = f'{{"code":{code},"extFields":{{"msgId":"'
+        self.json_close = f'{self.json_tail}}},"flag":{flag},"language":"{language_name}","opaque":'
+        self.json_end = f',"serializeTypeCurrentRPC":"JSON","version":{version}}}'
+        self.json_code = code
+        self.json_flag = flag
+        self.json_language = language
+        self.json_version = version
 
 
 class SendReply(RemotingCommand):
@@ -114,22 +144,33 @@ class SendReply(RemotingCommand):
         return self.to_command()._fields()  # equal by value to the general command
 
     def json_header(self) -> bytes:
-        language = _LANGUAGE_NAME.get(self.language)
         msg_id = self.msg_id
         transaction_id = self.transaction_id
         if (
             self.remark is not None
-            or language is None
             or not (msg_id.isalnum() or _json_plain(msg_id))
             or not (transaction_id is None or _json_plain(transaction_id))
         ):
             return self.to_command().json_header()
+        t = self.template
+        code = self.code
+        flag = self.flag
+        language = self.language
+        version = self.version
+        if (
+            code != t.json_code
+            or flag != t.json_flag
+            or language != t.json_language
+            or version != t.json_version
+        ):
+            name = _LANGUAGE_NAME.get(language)
+            if name is None:
+                return self.to_command().json_header()
+            t.json_frame(code, flag, language, name, version)
         tx = "" if transaction_id is None else ',"transactionId":"' + transaction_id + '"'
         return (
-            f'{{"code":{self.code},"extFields":{{"msgId":"{msg_id}","queueId":"{self.queue_id}",'
-            f'"queueOffset":"{self.queue_offset}"{tx}{self.template.json_tail}}},"flag":{self.flag},'
-            f'"language":"{language}","opaque":{self.opaque},"serializeTypeCurrentRPC":"JSON",'
-            f'"version":{self.version}}}'
+            f'{t.json_open}{msg_id}","queueId":"{self.queue_id}","queueOffset":"{self.queue_offset}"'
+            f"{tx}{t.json_close}{self.opaque}{t.json_end}"
         ).encode()
 
     def binary_header(self) -> bytes:

@@ -34,16 +34,16 @@ class _Remover:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
         self._pending = 0
         self._idle = threading.Condition(self._lock)
 
     def remove(self, path: str) -> None:
         with self._lock:
             self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="orbitmq-store-remover", daemon=True)
-                self._thread.start()
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="orbitmq-store-remover", daemon=True)
+                self._worker.start()
         self._queue.put(path)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:

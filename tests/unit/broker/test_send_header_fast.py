@@ -1,6 +1,7 @@
 """The send path's one-pass V2 header reader (`_fast_v2_header`) never disagrees with the Java-faithful
 reader (`_send_header`): it returns the same header, or None (then the broker takes the careful path, with
-its exact error remarks). The small fields are read by a lookup table, with a general fallback."""
+its exact error remarks). The small fields are read by arithmetic or a lookup table, with a general
+fallback."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ ODD = st.sampled_from(
     [
         *("007", "-1", "+1", " 1", "1 ", "", "null", "x", "١٢", "2147483647", "2147483648", "-2147483648"),
         *("9223372036854775807", "9223372036854775808"),
+        *("/", ":", "9", "٣", "x"),  # one character: the arithmetic's edges and a non-ASCII digit
     ]
 )
 # mostly well-formed values (so whole headers pass and the values are compared), some odd ones

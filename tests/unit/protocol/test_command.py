@@ -159,6 +159,9 @@ def test_json_fastjson_leniency_fallback() -> None:
         json_frame(b"{code:105,extFields:{'topic':'T'},flag:0,language:'JAVA',opaque:4}")[4:]
     )
     assert (cmd.code, cmd.ext_fields, cmd.opaque) == (105, {"topic": "T"}, 4)
+    # fastjson reads unquoted number keys and values; extFields are strings either way (null dropped)
+    cmd = decode_command(json_frame(b"{code:105,extFields:{7:'x','n':8,'z':null},opaque:4}")[4:])
+    assert cmd.ext_fields == {"7": "x", "n": "8"}
 
 
 @pytest.mark.parametrize(

@@ -85,3 +85,30 @@ def test_a_broker_answer_in_both_serializations() -> None:
         b'"TRACE_ON":"true"},"flag":1,"language":"PYTHON","opaque":5,"serializeTypeCurrentRPC":"JSON",'
         b'"version":' + str(json_reply.version).encode() + b"}"
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([ResponseCode.SUCCESS, 10]),
+            st.sampled_from([RPC_TYPE, 3]),
+            st.sampled_from([LanguageCode.JAVA, LanguageCode.PYTHON, 299]),
+            st.sampled_from([373, 407]),
+        ),
+        min_size=2,
+        max_size=8,
+    )
+)
+def test_a_shared_template_follows_each_answers_code_flag_language_and_version(
+    answers: list[tuple[int, int, int, int]],
+) -> None:
+    # The template keeps the JSON frame of the last answer: a different one must not reuse it.
+    template = SendReplyTemplate((("MSG_REGION", "DefaultRegion"), ("TRACE_ON", "true")))
+    for opaque, (code, flag, language, version) in enumerate(answers):
+        reply = SendReply(code, "7F00000100002A9F0000000000000123", 3, opaque, template)
+        reply.opaque = opaque
+        reply.flag = flag
+        reply.language = language
+        reply.version = version
+        assert encode_command(reply) == encode_command(reply.to_command())

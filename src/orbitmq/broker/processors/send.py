@@ -81,6 +81,9 @@ _VALID_TOPICS: Final = valid_topics
 _TAGS_KEY: Final = "\x02" + P.TAGS + "\x01"
 _KEYS_KEY: Final = "\x02" + P.KEYS + "\x01"
 _UNIQ_KEY_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
+# "NAME\x01" of TAGS and KEYS: often absent, and then one substring test answers without a search call.
+_TAGS_ENTRY: Final = P.TAGS + "\x01"
+_KEYS_ENTRY: Final = P.KEYS + "\x01"
 
 _PUT_ERRORS: dict[str, tuple[int, str]] = {
     "CREATE_MAPEDFILE_FAILED": (
@@ -256,9 +259,11 @@ class SendProcessor:
                         born_host=host,
                         reconsume_times=reconsume_times,
                         # read here once, so the store does not decode the properties again
-                        tags_code=compute_tags_code(find_property_key(stored, _TAGS_KEY)),
+                        tags_code=compute_tags_code(
+                            find_property_key(stored, _TAGS_KEY) if _TAGS_ENTRY in stored else None
+                        ),
                         properties_read=True,
-                        keys=find_property_key(stored, _KEYS_KEY),
+                        keys=find_property_key(stored, _KEYS_KEY) if _KEYS_ENTRY in stored else None,
                         uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
                     )
                 )

@@ -94,6 +94,16 @@ LONG_MAX: Final = 9223372036854775807
 # "0".."4095" -> the int: the usual values of a send header's small fields, read with one lookup.
 _SMALL_INTS: Final[dict[str, int]] = {str(i): i for i in range(4096)}
 
+
+def _small_int(text: str) -> int:
+    """`_SMALL_INTS.get(text, -1)`, a one-digit text by arithmetic (most of a header's small fields: the
+    table lookup hashes the fresh string first)."""
+    if len(text) == 1:
+        c = ord(text)
+        return c - 48 if 48 <= c <= 57 else -1
+    return _SMALL_INTS.get(text, -1)
+
+
 SendHeader = tuple[str, str, str, int, int, int, int, int, str, int, int | None, bool]
 
 
@@ -155,12 +165,12 @@ def fast_v2_header(ext: dict[str, str]) -> SendHeader | None:
     except KeyError:
         return None
     # The small fields (queue numbers, flags, reconsume times) are nearly always short canonical decimals:
-    # one dict lookup each instead of isdecimal + int() + range checks.
-    default_queue_nums = _SMALL_INTS.get(d, -1)
-    queue_id = _SMALL_INTS.get(e, -1)
-    sys_flag = _SMALL_INTS.get(f, -1)
-    flag = _SMALL_INTS.get(h, -1)
-    reconsume_times = 0 if reconsume is None else _SMALL_INTS.get(reconsume, -1)
+    # read by `_small_int` instead of isdecimal + int() + range checks.
+    default_queue_nums = _small_int(d)
+    queue_id = _small_int(e)
+    sys_flag = _small_int(f)
+    flag = _small_int(h)
+    reconsume_times = 0 if reconsume is None else _small_int(reconsume)
     if default_queue_nums < 0 or queue_id < 0 or sys_flag < 0 or flag < 0 or reconsume_times < 0:
         # plain unsigned decimals only (what int() and Java's parseInt agree on); signs, spaces and
         # everything odd go through `send_header`, which reads them as Java does
