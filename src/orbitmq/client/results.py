@@ -21,6 +21,7 @@ class SendStatus(enum.Enum):
 
 @dataclass(slots=True)
 class SendResult:
+    # (send_result.send_result builds it with positional arguments: keep the field order)
     status: SendStatus
     msg_id: str  # UNIQ_KEY of the message (comma-joined for a batch)
     offset_msg_id: str  # the broker's id: store host + commit-log offset (comma-joined for a batch)

@@ -6,7 +6,7 @@ batch body; and the queue selectors of ordered sends. Used by producer.py (compi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -20,21 +20,39 @@ from orbitmq.message.codec import (
 from orbitmq.message.model import Message, MessageQueue
 from orbitmq.message.validation import validate_user_property
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DEFAULT_TOPIC = "TBW102"
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+DEFAULT_TOPIC: Final = "TBW102"
 
 MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 
-_ID_GENERATOR = UniqueIdGenerator()
+_ID_GENERATOR: Final = UniqueIdGenerator()
 DEFAULT_MAX_HEADER_TEMPLATES = 4096  # Producer(max_header_templates=...)
 
 
-class Prepared(NamedTuple):
-    body: bytes
-    sys_flag: int
-    properties: str
-    reconsume_times: int
-    max_reconsume_times: int | None
+class Prepared:
+    """One message ready to send: its (compressed) body, sys flag, properties text and retry fields.
+
+    A plain class, not a NamedTuple: compiled, its constructor and fields are native (a NamedTuple's
+    generated `__new__` stays an interpreted call per message)."""
+
+    __slots__ = ("body", "max_reconsume_times", "properties", "reconsume_times", "sys_flag")
+
+    def __init__(
+        self,
+        body: bytes,
+        sys_flag: int,
+        properties: str,
+        reconsume_times: int,
+        max_reconsume_times: int | None,
+    ) -> None:
+        self.body = body
+        self.sys_flag = sys_flag
+        self.properties = properties
+        self.reconsume_times = reconsume_times
+        self.max_reconsume_times = max_reconsume_times
+
+    def with_sys_flag(self, sys_flag: int) -> Prepared:
+        return Prepared(self.body, sys_flag, self.properties, self.reconsume_times, self.max_reconsume_times)
 
 
 def prepare_message(msg: Message, compress_over: int, compress_level: int) -> Prepared:

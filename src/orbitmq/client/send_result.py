@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.common.errors import BrokerError
 from orbitmq.message import properties as P
@@ -13,7 +15,7 @@ from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 
 # Send response codes that mean "stored", with the status each maps to.
-SEND_STATUS: dict[int, SendStatus] = {
+SEND_STATUS: Final[dict[int, SendStatus]] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
@@ -49,13 +51,15 @@ def send_result(
         mq = sent_to
     else:
         mq = MessageQueue(topic, broker_name, queue_id)
+    # positional: SendResult is an interpreted dataclass, and its __init__ called with eight keywords
+    # cost twice as much (one per message sent)
     return SendResult(
-        status=status,
-        msg_id=msg_id,
-        offset_msg_id=ext.get("msgId", ""),
-        message_queue=mq,
-        queue_offset=int_field(resp, "queueOffset"),
-        transaction_id=ext.get("transactionId"),
-        region_id=ext.get(P.MSG_REGION) or "DefaultRegion",
-        trace_on=ext.get(P.TRACE_ON, "true") != "false",
+        status,
+        msg_id,
+        ext.get("msgId", ""),
+        mq,
+        int_field(resp, "queueOffset"),
+        ext.get("transactionId"),
+        ext.get(P.MSG_REGION) or "DefaultRegion",
+        ext.get(P.TRACE_ON, "true") != "false",
     )

@@ -132,7 +132,7 @@ class TransactionProducer(Producer):
     def _prepare(self, msg: Message) -> Prepared:
         prepared = super()._prepare(msg)
         if msg.properties.get(P.TRAN_MSG) == "true":
-            return prepared._replace(sys_flag=prepared.sys_flag | TRANSACTION_PREPARED_TYPE)
+            return prepared.with_sys_flag(prepared.sys_flag | TRANSACTION_PREPARED_TYPE)
         return prepared
 
     async def send_message_in_transaction(

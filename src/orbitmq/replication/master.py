@@ -14,6 +14,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+from collections.abc import Callable
 
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.replication.frames import OffsetReportDecoder, encode_transfer_header, transfer_start_offset
@@ -54,6 +55,9 @@ class HAService:
         self.slave_ack_offset = 0
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._seq = itertools.count()
+        # Called with True when the first slave connects and with False when the last one leaves: the
+        # broker hangs `notify_arrival` on the store only while a slave may wait for new data.
+        self.slaves_listener: Callable[[bool], None] | None = None
 
     @property
     def port(self) -> int:
@@ -93,9 +97,9 @@ class HAService:
         self._new_data.set()
 
     def notify_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
-        """`notify_new_data` as the store's arrival listener (called per put: one frame, no lambda).
-        Without a slave nobody waits: no Event.set per put then (a slave's send loop that starts later
-        reads the log before its first wait)."""
+        """`notify_new_data` as the store's arrival listener (called per put: one frame, no lambda),
+        hung on the store only while a slave is connected (`slaves_listener`); a slave's send loop that
+        starts later reads the log before its first wait."""
         if self._connections:
             self._new_data.set()
 
@@ -142,6 +146,8 @@ class HAService:
             return
         conn = _SlaveConnection(self, reader, writer)
         self._connections.add(conn)
+        if len(self._connections) == 1 and self.slaves_listener is not None:
+            self.slaves_listener(True)
         conn.task = asyncio.current_task()
         try:
             await conn.run()
@@ -150,6 +156,8 @@ class HAService:
         finally:
             self._connections.discard(conn)
             conn.close()
+            if not self._connections and self.slaves_listener is not None:
+                self.slaves_listener(False)
 
 
 class _SlaveConnection:

@@ -431,7 +431,12 @@ class MessageStore(StoreReads):
     # ---- topics, listeners, housekeeping --------------------------------------------------------
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """`listener(topic, queue_id, new_max_offset, tags_code)` after each dispatch (loop thread)."""
-        self.dispatcher.listeners.append(listener)
+        # Replaced, not changed in place: a dispatch iterating the old list is not disturbed.
+        self.dispatcher.listeners = [*self.dispatcher.listeners, listener]
+
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Stop calling `listener` (an equal bound method is the same listener); absent: nothing."""
+        self.dispatcher.listeners = [known for known in self.dispatcher.listeners if known != listener]
 
     def delete_topics(self, topics: set[str]) -> None:
         """Drop the consume queues of `topics` (their records stay in the log until retention)."""

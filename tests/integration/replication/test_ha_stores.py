@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from orbitmq.broker.services.replication import wake_streams_on_arrival
 from orbitmq.message.record_decode import decode_record
 from orbitmq.replication.frames import encode_transfer_header
 from orbitmq.replication.master import HAService
@@ -286,5 +287,27 @@ async def test_the_ha_port_closes_connections_past_its_cap(stores: tuple[Message
         await eventually(lambda: ha.connected_slaves == 0, what="the squatter to go")
         async with slave_client(slave, ha.address):
             await eventually(lambda: slave.get_max_phy_offset() == head, what="slave catch-up")
+    finally:
+        await ha.stop()
+
+
+async def test_the_arrival_listener_hangs_on_the_store_only_while_a_slave_is_connected(
+    stores: tuple[MessageStore, MessageStore],
+) -> None:
+    # The broker's wiring (broker/services/replication.py): no listener call per put without a slave.
+    master, slave = stores
+    ha = HAService(master, file_size=SEGMENT, **FAST)
+    wake_streams_on_arrival(master, ha)
+    before = list(master.dispatcher.listeners)
+    await ha.start()
+    try:
+        assert master.dispatcher.listeners == before
+        async with slave_client(slave, ha.address):
+            await eventually(
+                lambda: master.dispatcher.listeners == [*before, ha.notify_arrival], what="the first slave"
+            )
+            head = put_many(master, 0, 5)
+            await eventually(lambda: slave.get_max_phy_offset() == head, what="slave copy")
+        await eventually(lambda: master.dispatcher.listeners == before, what="the last slave to leave")
     finally:
         await ha.stop()

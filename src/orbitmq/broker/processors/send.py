@@ -136,6 +136,10 @@ class SendProcessor:
         self._config = app.config
         self._topics = app.topics
         self._stats = app.stats
+        # The store exists from the app's start on (after the processors are registered) and for the
+        # processor's whole life (a restarted app registers new ones): read through the app's property
+        # (an interpreted call) once, at the first send.
+        self._store: MessageStore | None = None
         # Group-commit outcomes handed over by the flusher thread, resolved on the loop in one callback
         # per flush round (not one cross-thread wake-up per waiting message).
         self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
@@ -205,7 +209,9 @@ class SendProcessor:
             sys_flag |= MULTI_TAGS_FLAG
         body = request.body
         host = born_host(conn)
-        store = app.store  # (a property: read once)
+        store = self._store
+        if store is None:
+            store = self._store = app.store
         cluster = self._config.broker_cluster_name
         if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):

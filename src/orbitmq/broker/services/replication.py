@@ -2,8 +2,9 @@
 SlaveSynchronize).
 
 - A master listens on the HA port (listenPort + 1, or a free port when listenPort is 0) with the
-  replication layer's HAService, wakes its streams after every append (store arrival listener), and
-  for SYNC_MASTER sends waits until a slave acknowledged the message (`wait_replicated`).
+  replication layer's HAService, wakes its streams after every append (a store arrival listener, hung
+  only while a slave is connected), and for SYNC_MASTER sends waits until a slave acknowledged the
+  message (`wait_replicated`).
 - A slave learns the master's HA address and broker address from its REGISTER_BROKER response
   (`haServerAddr`, `masterAddr`), replicates the commit log with HAClient (the store dispatches what it
   appends, so long polling on the slave wakes too) and copies the master's topics, consumer offsets,
@@ -27,6 +28,7 @@ from orbitmq.replication.slave import HAClient
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
+    from orbitmq.store import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -78,8 +80,7 @@ class ReplicationService:
             log.warning("cannot listen on HA port %s (%s); running without replication", port, exc)
             self.ha = None
             return
-        ha = self.ha
-        store.add_arrival_listener(ha.notify_arrival)
+        wake_streams_on_arrival(store, self.ha)
 
     async def stop(self) -> None:
         if self.client is not None:
@@ -167,3 +168,16 @@ class ReplicationService:
                 cfg = SubscriptionGroupConfig.from_json_dict(raw)
                 app.subscription_groups.table[cfg.group_name] = cfg
         app.subscription_groups.persist()
+
+
+def wake_streams_on_arrival(store: MessageStore, ha: HAService) -> None:
+    """Hang `ha.notify_arrival` on the store's arrivals while a slave is connected, and only then:
+    without a slave nobody waits for new data, and a put pays no listener call."""
+
+    def follow_slaves(connected: bool) -> None:
+        if connected:
+            store.add_arrival_listener(ha.notify_arrival)
+        else:
+            store.remove_arrival_listener(ha.notify_arrival)
+
+    ha.slaves_listener = follow_slaves
