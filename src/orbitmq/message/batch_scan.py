@@ -78,6 +78,11 @@ def scan_batch(body: bytes | bytearray | memoryview) -> ScannedBatch:
     max_properties = 0
     open_ended = 0
     delayed = False
+    # Declared ints: unpack_from's tuple is untyped, and compiled, every sum and comparison with an
+    # untyped value below would be a generic Python operation (about 16 per message).
+    total_size: int
+    flag: int
+    body_len: int
     while pos < end:
         n = len(properties)
         if pos + overhead > end:

@@ -52,6 +52,11 @@ def _decode_at(view: memoryview, pos: int, decompress: bool) -> MessageExt:
     body_pos = pos + fixed.size
     if body_pos > end:
         raise RemoteProtocolError(f"truncated message record at {pos}: {end - pos} bytes left")
+    # Only what is computed with is declared int (unpack_from's values are untyped: compiled, untyped
+    # arithmetic is generic); the fields only handed on stay objects, boxed once.
+    total_size: int
+    magic: int
+    body_len: int
     (
         total_size,
         magic,

@@ -423,6 +423,14 @@ def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCo
     size = header.nbytes
     if size < 17:
         raise RemoteProtocolError(f"ROCKETMQ header too short: {size} bytes")
+    # (declared ints: unpack_from's values are untyped, and compiled, untyped arithmetic is a generic
+    # Python operation)
+    code: int
+    language: int
+    version: int
+    opaque: int
+    flag: int
+    remark_length: int
     code, language, version, opaque, flag, remark_length = _BINARY_FIXED_SIGNED.unpack_from(header, 0)
     language = _LANGUAGE_BY_CODE.get(language & 0xFF, language & 0xFF)
     if remark_length < 0 or 17 + remark_length + 4 > size:
@@ -433,6 +441,7 @@ def _decode_binary_header(header: memoryview, max_ext_fields: int) -> RemotingCo
         # Java decodes with replacement characters; so do we (never a UnicodeDecodeError)
         remark = str(header[pos : pos + remark_length], "utf-8", "replace")
         pos += remark_length
+    ext_length: int
     (ext_length,) = _INT.unpack_from(header, pos)
     pos += 4
     end = pos + ext_length

@@ -79,6 +79,10 @@ class FrameDecoder:
         pos = 0
         # A memoryview slices without an intermediate copy; it must be released before the
         # bytearray is resized below.
+        # (declared ints: unpack_from's values are untyped, and compiled, untyped arithmetic is a
+        # generic Python operation)
+        length: int
+        header_length: int
         with memoryview(source) as view:
             end = view.nbytes
             max_frame_size = self.max_frame_size

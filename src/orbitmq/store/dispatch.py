@@ -126,6 +126,10 @@ def dispatch_request_at(
     object: recovery and slaves dispatch every record through here.
     """
     end = len(mm)
+    # (declared ints: unpack_from's values are untyped, and compiled, untyped arithmetic is a generic
+    # Python operation)
+    size: int
+    magic: int
     size, magic = _HEAD.unpack_from(mm, pos)
     if magic != MESSAGE_MAGIC or pos + HEADER_SIZE_V4 > end:
         return None
@@ -135,7 +139,7 @@ def dispatch_request_at(
     if record_end > end or body_pos + 3 > record_end:
         return None
     fields = fixed.unpack_from(mm, pos)
-    body_len = fields[14]
+    body_len: int = fields[14]
     topic_len_pos = body_pos + body_len
     if body_len < 0 or topic_len_pos + 3 > record_end:
         return None
@@ -143,7 +147,7 @@ def dispatch_request_at(
     properties_len_pos = topic_len_pos + 1 + topic_len
     if topic_len > MAX_TOPIC_LENGTH or properties_len_pos + 2 > record_end:
         return None
-    properties_len = _SHORT.unpack_from(mm, properties_len_pos)[0]
+    properties_len: int = _SHORT.unpack_from(mm, properties_len_pos)[0]
     if properties_len < 0 or properties_len_pos + 2 + properties_len != record_end:
         return None
     topic = str(mm[topic_len_pos + 1 : properties_len_pos], "utf-8", "replace")

@@ -146,6 +146,7 @@ class IndexFile:
         index = self.index_count
         n = len(entries)
         i = start
+        old: int  # (declared: compared natively, not as the untyped value unpack_from returns)
         while i < n and index < index_num:
             key_hash, physical_offset, store_timestamp = entries[i]
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
@@ -199,6 +200,7 @@ class IndexFile:
         else:
             time_diff = min(max((store_timestamp - begin_timestamp) // 1000, 0), _INT_MAX)
         new_slots = 0
+        old: int  # (declared: compared natively, not as the untyped value unpack_from returns)
         while i < n and index < index_num:
             key_hash = hashes[i]
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slot_num) * HASH_SLOT_SIZE
