@@ -39,6 +39,7 @@ def fsync_directory(path: str) -> None:
 class MappedFile:
     __slots__ = (
         "_flush_lock",
+        "_whole",
         "fd",
         "file_from_offset",
         "file_size",
@@ -98,6 +99,9 @@ class MappedFile:
         self.flushed_position = start
         self.store_timestamp = 0
         self._flush_lock = threading.Lock()
+        # One memoryview of the whole mapping, made at the first read: a read's view is a slice of it (a
+        # new memoryview of the mmap per record cost a second object and a buffer export each).
+        self._whole: memoryview | None = None
 
     # ---- positions ------------------------------------------------------------------------------
     @property
@@ -140,7 +144,10 @@ class MappedFile:
 
     def view(self, position: int, size: int) -> memoryview:
         """A zero-copy view of `size` bytes at `position` within this file."""
-        return memoryview(self.mm)[position : position + size]
+        whole = self._whole
+        if whole is None:
+            whole = self._whole = memoryview(self.mm)
+        return whole[position : position + size]
 
     def write(self, position: int, data: bytes | bytearray | memoryview) -> None:
         self.mm[position : position + len(data)] = data
@@ -170,6 +177,11 @@ class MappedFile:
             pos += n
 
     def close(self) -> None:
+        whole = self._whole
+        if whole is not None:
+            # Released first: the slices handed out keep the mapping alive on their own.
+            self._whole = None
+            whole.release()
         try:
             self.mm.close()
         except BufferError:

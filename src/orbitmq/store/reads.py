@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
+from typing import Final
 
 from orbitmq.message.record_layout import MESSAGE_MAGIC, SYSFLAG_POS, store_timestamp_pos
 from orbitmq.store.commit_log import CommitLog
@@ -22,11 +23,11 @@ from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
 from orbitmq.store.stats import StoreStats
 
-_ENTRY = struct.Struct(">qiq")
-_HEAD = struct.Struct(">iI")
-_INT = struct.Struct(">i")
-_LONG = struct.Struct(">q")
-_NO_FILE = -(1 << 63)
+_ENTRY: Final = struct.Struct(">qiq")
+_HEAD: Final = struct.Struct(">iI")
+_INT: Final = struct.Struct(">i")
+_LONG: Final = struct.Struct(">q")
+_NO_FILE: Final = -(1 << 63)
 
 
 def total_physical_memory() -> int:
@@ -136,10 +137,13 @@ class ReadPath:
         cur: MappedFile | None = None  # the segment of the last record found, and its byte range
         cur_lo, cur_hi = 0, -1
         cur_wrote = 0  # the segment's written end (read once per segment: it only grows)
-        # Per-message work is the broker's cost of a large pull: attributes and enum members read once.
+        # Per-message work is the broker's cost of a large pull: attributes and enum members read once
+        # (compiled: the entry's fields declared ints, so the checks below are native arithmetic).
         found_status = GetMessageStatus.FOUND
-        add_offset = queue_offsets.append
         next_file_start = _NO_FILE
+        phy: int
+        size: int
+        tags: int
         max_phy_pulling = 0
         disk_bytes = config.max_transfer_bytes_on_message_in_disk
         disk_count = config.max_transfer_count_on_message_in_disk
@@ -183,7 +187,7 @@ class ReadPath:
                     buffers.append(run_file.view(run_start, run_end - run_start))
                 run_file, run_start, run_end = f, pos, pos + size
             found += 1
-            add_offset(offset + i)
+            queue_offsets.append(offset + i)
             total += size
             status = found_status
             next_file_start = _NO_FILE
