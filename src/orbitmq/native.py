@@ -66,6 +66,9 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.broker.stats",
     "orbitmq.broker.long_polling",
     # the producer's send path; TransactionProducer subclasses Producer, so both are compiled
+    "orbitmq.client.consume",
+    "orbitmq.client.consumer_stats",
+    "orbitmq.client.process_queue",
     "orbitmq.client.producer",
     "orbitmq.client.transaction_producer",
     "orbitmq.client.send_call",

@@ -16,6 +16,7 @@ This module knows nothing of pulling or rebalancing; the push consumer wires it 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import inspect
@@ -56,12 +57,16 @@ def restore_retry_topic(msgs: list[MessageExt], group: str) -> None:
 
 
 class _ListenerRunner:
-    def __init__(self, listener: Listener, concurrency: int) -> None:
+    """Calls the listener: a coroutine function on the loop, a plain one on `concurrency` threads. With
+    `bounded`, at most `concurrency` calls run at once (orderly: one batch per queue, many queues);
+    the concurrent service bounds its calls itself (at most that many workers)."""
+
+    def __init__(self, listener: Listener, concurrency: int, *, bounded: bool = True) -> None:
         self.listener = listener
         self.is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
             getattr(listener, "__call__", None)  # noqa: B004  (objects with an async __call__)
         )
-        self.semaphore = asyncio.Semaphore(concurrency)
+        self.semaphore: asyncio.Semaphore | None = asyncio.Semaphore(concurrency) if bounded else None
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         if not self.is_async:
             self.executor = concurrent.futures.ThreadPoolExecutor(
@@ -69,14 +74,19 @@ class _ListenerRunner:
             )
 
     async def call(self, msgs: list[MessageExt], context: object) -> Any:
+        if self.semaphore is None:
+            return await self._call(msgs, context)
         async with self.semaphore:
-            if self.is_async:
-                return await self.listener(msgs, context)
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self.executor, self.listener, msgs, context)
-            if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-                result = await result
-            return result
+            return await self._call(msgs, context)
+
+    async def _call(self, msgs: list[MessageExt], context: object) -> Any:
+        if self.is_async:
+            return await self.listener(msgs, context)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.executor, self.listener, msgs, context)
+        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+            result = await result
+        return result
 
     def shutdown(self) -> None:
         if self.executor is not None:
@@ -96,23 +106,52 @@ class ConcurrentConsumeService:
         send_back: Callable[[MessageExt, int, MessageQueue], Awaitable[bool]],
     ) -> None:
         self.group = group
-        self.runner = _ListenerRunner(listener, concurrency)
+        self.runner = _ListenerRunner(listener, concurrency, bounded=False)
+        self.concurrency = concurrency
         self.batch_size = batch_size
         self.message_model = message_model
         self.offset_store = offset_store
         self.send_back = send_back
+        # At most `concurrency` worker tasks take the submitted batches in order until none is left (the
+        # consume thread pool of RocketMQ): a Task and a semaphore round per batch (one message by
+        # default) cost the consumer more than a short listener does.
         self.tasks: set[asyncio.Task[None]] = set()
+        self._backlog: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
+            collections.deque()
+        )
+        # Workers still taking batches: counted down by the worker itself as it leaves (a finished task
+        # leaves `tasks` only in a later callback, and a submit before that must start a new worker).
+        self._workers = 0
         self.consumed = 0
         self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
     ) -> None:
-        loop = asyncio.get_running_loop()
-        for i in range(0, len(msgs), self.batch_size):
-            task = loop.create_task(self._consume(msgs[i : i + self.batch_size], pq, mq))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+        backlog = self._backlog
+        size = self.batch_size
+        for i in range(0, len(msgs), size):
+            backlog.append((msgs[i : i + size], pq, mq))
+        idle = min(len(backlog), self.concurrency - self._workers)
+        if idle > 0:
+            loop = asyncio.get_running_loop()
+            for _ in range(idle):
+                self._workers += 1
+                task = loop.create_task(self._work())
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+    async def _work(self) -> None:
+        backlog = self._backlog
+        try:
+            while backlog:
+                msgs, pq, mq = backlog.popleft()
+                try:
+                    await self._consume(msgs, pq, mq)
+                except Exception:  # the worker goes on with the next batch (a Task per batch did too)
+                    log.exception("%s: consuming %d messages of %s failed", self.group, len(msgs), mq)
+        finally:
+            self._workers -= 1
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         if pq.dropped:
@@ -163,6 +202,7 @@ class ConcurrentConsumeService:
     async def shutdown(self, wait: bool = True) -> None:
         if wait and self.tasks:
             await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        self._backlog.clear()  # (not waiting: what no worker took yet is dropped, as unstarted tasks were)
         for task in list(self.tasks):
             task.cancel()
         self.runner.shutdown()
@@ -181,8 +221,8 @@ class OrderlyConsumeService:
         lock: Callable[[MessageQueue], Awaitable[bool]],
         send_back: Callable[[MessageExt, int, MessageQueue], Awaitable[bool]],
         max_reconsume_times: int,
-        suspend_s: float = 1.0,
         monotonic: Callable[[], float],
+        suspend_s: float = 1.0,
     ) -> None:
         self.group = group
         self.runner = _ListenerRunner(listener, concurrency)
