@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from orbitmq.client.consume import ConcurrentConsumeService
+from orbitmq.client.consume import ConcurrentConsumeService, Listener
 from orbitmq.client.offset_store import RemoteBrokerOffsetStore
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.results import ConsumeStatus, MessageModel
@@ -28,6 +28,20 @@ def _messages(n: int) -> list[MessageExt]:
     return [MessageExt("T", str(i).encode(), queue_offset=i) for i in range(n)]
 
 
+def _service(
+    listener: Listener, concurrency: int, store: RemoteBrokerOffsetStore | None = None
+) -> ConcurrentConsumeService:
+    return ConcurrentConsumeService(
+        group="g",
+        listener=listener,
+        concurrency=concurrency,
+        batch_size=1,
+        message_model=MessageModel.CLUSTERING,
+        offset_store=store or RemoteBrokerOffsetStore("g", _NoBackend()),  # type: ignore[arg-type]
+        send_back=_never,
+    )
+
+
 def test_at_most_concurrency_calls_in_submission_order_and_every_offset_committed() -> None:
     async def run() -> None:
         running = 0
@@ -44,15 +58,7 @@ def test_at_most_concurrency_calls_in_submission_order_and_every_offset_committe
             return ConsumeStatus.CONSUME_SUCCESS
 
         store = RemoteBrokerOffsetStore("g", _NoBackend())  # type: ignore[arg-type]
-        service = ConcurrentConsumeService(
-            group="g",
-            listener=listener,
-            concurrency=4,
-            batch_size=1,
-            message_model=MessageModel.CLUSTERING,
-            offset_store=store,
-            send_back=_never,
-        )
+        service = _service(listener, 4, store)
         pq = ProcessQueue()
         msgs = _messages(50)
         pq.put_messages(msgs)
@@ -82,15 +88,7 @@ def test_a_batch_that_fails_outside_the_listener_does_not_stop_the_worker() -> N
                     raise RuntimeError("offset table bug")
                 super().update_offset(mq, offset, increase_only=increase_only)
 
-        service = ConcurrentConsumeService(
-            group="g",
-            listener=listener,
-            concurrency=1,
-            batch_size=1,
-            message_model=MessageModel.CLUSTERING,
-            offset_store=_Flaky("g", _NoBackend()),  # type: ignore[arg-type]
-            send_back=_never,
-        )
+        service = _service(listener, 1, _Flaky("g", _NoBackend()))  # type: ignore[arg-type]
         pq = ProcessQueue()
         msgs = _messages(5)
         pq.put_messages(msgs)
@@ -118,15 +116,7 @@ def test_a_batch_submitted_as_the_last_worker_leaves_still_gets_a_worker() -> No
                 asyncio.get_running_loop().call_soon(service.submit, [msgs[offset + 1]], pq, MQ)
             return ConsumeStatus.CONSUME_SUCCESS
 
-        service = ConcurrentConsumeService(
-            group="g",
-            listener=listener,
-            concurrency=1,
-            batch_size=1,
-            message_model=MessageModel.CLUSTERING,
-            offset_store=RemoteBrokerOffsetStore("g", _NoBackend()),  # type: ignore[arg-type]
-            send_back=_never,
-        )
+        service = _service(listener, 1)
         service.submit([msgs[0]], pq, MQ)
         for _ in range(50):
             await asyncio.sleep(0)
