@@ -36,7 +36,13 @@ from orbitmq.client.rebalance import Rebalancer, retry_topic
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
 from orbitmq.client.running_info import consume_directly, running_info
 from orbitmq.client.send_back import SendBack
-from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
+from orbitmq.client.subscription import (
+    EXPRESSION_TAG,
+    MessageSelector,
+    Subscription,
+    parse_subscription,
+    subscription_of,
+)
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
@@ -440,7 +446,10 @@ class PushConsumer(ConsumerOptions):
             broker_id = result.suggest_which_broker_id
             if result.status is PullStatus.FOUND:
                 offset = result.next_begin_offset
-                msgs = [m for m in result.messages if sub.matches(m.tags)]
+                if sub.is_all or sub.expression_type != EXPRESSION_TAG:
+                    msgs = list(result.messages)  # nothing to re-check: no call per message
+                else:
+                    msgs = [m for m in result.messages if sub.matches(m.tags)]
                 if msgs:
                     pq.msg_acc_count = result.max_offset - msgs[-1].queue_offset
                     dispatch = pq.put_messages(msgs)
