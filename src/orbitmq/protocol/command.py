@@ -32,12 +32,11 @@ import orjson
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.protocol import java_json
 from orbitmq.protocol.codes import CURRENT_VERSION, RPC_ONEWAY, RPC_TYPE, LanguageCode, SerializeType
+from orbitmq.protocol.java_values import INT_MAX, INT_MIN
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 # Final (literal values): compiled, a Final constant is inlined or a C static, not a module dict lookup.
-_INT_MIN: Final = -2147483648
-_INT_MAX: Final = 2147483647
 _SERIALIZE_JSON: Final[int] = SerializeType.JSON
 _SERIALIZE_ROCKETMQ: Final[int] = SerializeType.ROCKETMQ
 _LANGUAGE_JAVA: Final[int] = LanguageCode.JAVA
@@ -331,7 +330,7 @@ def _int_field(obj: Mapping[str, Any], name: str, default: int) -> int:
             value = int(value)
         else:
             raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}")
-    if not _INT_MIN <= value <= _INT_MAX:
+    if not INT_MIN <= value <= INT_MAX:
         raise RemoteProtocolError(f"header field {name} out of int range: {value}")
     return value
 
@@ -361,10 +360,10 @@ def _decode_json_header(header: memoryview, max_ext_fields: int) -> RemotingComm
         and type(version) is int
         and type(opaque) is int
         and type(flag) is int
-        and _INT_MIN <= code <= _INT_MAX
-        and _INT_MIN <= version <= _INT_MAX
-        and _INT_MIN <= opaque <= _INT_MAX
-        and _INT_MIN <= flag <= _INT_MAX
+        and INT_MIN <= code <= INT_MAX
+        and INT_MIN <= version <= INT_MAX
+        and INT_MIN <= opaque <= INT_MAX
+        and INT_MIN <= flag <= INT_MAX
     ):
         code = _int_field(obj, "code", 0)
         version = _int_field(obj, "version", 0)

@@ -296,15 +296,13 @@ class Connection(asyncio.Protocol):
         out = self._out
         out += encode_command(cmd)
         if self._receiving:
-            if not self._answered or len(out) >= EARLY_FLUSH_PIECES:
-                self._answered = True
-                self._out = []
-                transport.writelines(out)
-        elif self._flush_handle is None:
-            self._out = []
-            transport.writelines(out)
-            self._flush_handle = _GET_RUNNING_LOOP().call_soon(self._flush)  # ends this turn's batch
-        elif len(out) >= EARLY_FLUSH_PIECES:
+            leave = not self._answered or len(out) >= EARLY_FLUSH_PIECES
+            self._answered = True
+        else:
+            leave = self._flush_handle is None or len(out) >= EARLY_FLUSH_PIECES
+            if self._flush_handle is None:
+                self._flush_handle = _GET_RUNNING_LOOP().call_soon(self._flush)  # ends this turn's batch
+        if leave:
             self._out = []
             transport.writelines(out)
 

@@ -6,17 +6,10 @@ Compiled with mypyc (native.py): every processor reads its header through here, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
 
 from orbitmq.broker.processors.bad_request import BadRequest
 from orbitmq.protocol.codes import ResponseCode
-from orbitmq.protocol.java_values import parse_boolean
-
-# Java's int and long ranges (java_values' INT_MIN.. as literals: compiled, inlined)
-INT_MIN: Final = -2147483648
-INT_MAX: Final = 2147483647
-LONG_MIN: Final = -9223372036854775808
-LONG_MAX: Final = 9223372036854775807
+from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 
 
 class Fields:

@@ -17,7 +17,7 @@ from typing import Final
 from orbitmq.broker.processors.base import Fields
 from orbitmq.message import properties as P
 from orbitmq.message.hosts import pack_address, pack_host
-from orbitmq.protocol.java_values import parse_boolean
+from orbitmq.protocol.java_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, parse_boolean
 from orbitmq.transport.connection import Connection
 
 # Header V2 short name -> V1 long name (fact sheet 3.1).
@@ -84,12 +84,6 @@ def plain_properties_general(text: str, cluster: str) -> tuple[str, bool]:
     cluster_entry = _CLUSTER_ENTRY + cluster
     return (text + "\x02" + cluster_entry if text else cluster_entry), wait
 
-
-# Java's int and long ranges (java_values' INT_MIN.. as literals: compiled, inlined)
-INT_MIN: Final = -2147483648
-INT_MAX: Final = 2147483647
-LONG_MIN: Final = -9223372036854775808
-LONG_MAX: Final = 9223372036854775807
 
 # "0".."4095" -> the int: the usual values of a send header's small fields, read with one lookup.
 _SMALL_INTS: Final[dict[str, int]] = {str(i): i for i in range(4096)}
