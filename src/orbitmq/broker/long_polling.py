@@ -17,12 +17,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from orbitmq.broker.client_registry import Subscription
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import Final
 
 from orbitmq.common.clock import Clock
 
-ROLL_SECONDS = 5.0
+ROLL_SECONDS: Final = 5.0
 # The hour and day rings are fed by the same timer, every HOUR_EVERY / DAY_EVERY rolls (10 min and 1 h,
 # RocketMQ's samplingInMinutes / samplingInHour): nothing extra per request.
-HOUR_EVERY = int(600 / ROLL_SECONDS)
-DAY_EVERY = int(3600 / ROLL_SECONDS)
+HOUR_EVERY: Final = int(600 / ROLL_SECONDS)
+DAY_EVERY: Final = int(3600 / ROLL_SECONDS)
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 # Enough snapshots to cover each span plus the one before it.
-_KEEP = int(MINUTE / ROLL_SECONDS) + 2
-_KEEP_HOUR = 7
-_KEEP_DAY = 25
+_KEEP: Final = int(MINUTE / ROLL_SECONDS) + 2
+_KEEP_HOUR: Final = 7
+_KEEP_DAY: Final = 25
 
 Snapshot = tuple[float, int, int, int]  # (monotonic seconds, nums, bytes, times)
 

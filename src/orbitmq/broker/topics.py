@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.config_files import dumps, read_json_file
@@ -26,19 +26,19 @@ from orbitmq.message.validation import topic_problem
 log = logging.getLogger(__name__)
 
 PERM_PRIORITY = 8
-PERM_READ = 4
-PERM_WRITE = 2
+PERM_READ: Final = 4  # (literal Finals: compiled code inlines them)
+PERM_WRITE: Final = 2
 PERM_INHERIT = 1
 
 TBW102 = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_QUEUE_NUMS = 18
 
@@ -76,7 +76,9 @@ def is_writeable(perm: int) -> bool:
     return bool(perm & PERM_WRITE)
 
 
-@dataclass(slots=True)
+# Frozen: a change is a new object in the table (send processors keep what they read of a config for as
+# long as the table holds the same object).
+@dataclass(slots=True, frozen=True)
 class TopicConfig:
     topic_name: str
     read_queue_nums: int = 16

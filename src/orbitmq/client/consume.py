@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.offset_store import OffsetStore
@@ -39,10 +39,10 @@ from orbitmq.client.results import (
 from orbitmq.message import properties as P
 from orbitmq.message.model import MessageExt, MessageQueue
 
-log = logging.getLogger("orbitmq.client")
+log: Final = logging.getLogger("orbitmq.client")
 
-MAX_TIME_CONSUME_CONTINUOUSLY_S = 60.0
-CONSUME_LATER_DELAY_S = 5.0
+MAX_TIME_CONSUME_CONTINUOUSLY_S: Final = 60.0
+CONSUME_LATER_DELAY_S: Final = 5.0
 
 Listener = Callable[..., Any]
 

@@ -10,15 +10,16 @@ Pure: time comes from a `Clock`; no I/O.
 from __future__ import annotations
 
 from collections import deque
+from typing import Final
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 
-SAMPLE_S = 10.0
+SAMPLE_S: Final = 10.0
 MINUTE_S, HOUR_S = 60.0, 3600.0
-_KEEP = int(HOUR_S / SAMPLE_S) + 2  # one hour of 10 s snapshots (small tuples, one deque per topic)
+_KEEP: Final = int(HOUR_S / SAMPLE_S) + 2  # one hour of 10 s snapshots (small tuples, one deque per topic)
 
 # totals: pulls, pulled messages, pull RT ms, listener calls, consume RT ms, OK messages, failed messages
-_N = 7
+_N: Final = 7
 Totals = tuple[float, ...]
 
 

@@ -15,12 +15,13 @@ Pure: time comes from a `Clock`; no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.model import MessageExt
 
-LOCK_MAX_LIVE_S = 30.0  # rocketmq.client.rebalance.lockMaxLiveTime
-PULL_MAX_IDLE_S = 120.0  # rocketmq.client.pull.pullMaxIdleTime
+LOCK_MAX_LIVE_S: Final = 30.0  # rocketmq.client.rebalance.lockMaxLiveTime
+PULL_MAX_IDLE_S: Final = 120.0  # rocketmq.client.pull.pullMaxIdleTime
 
 
 class ProcessQueue:

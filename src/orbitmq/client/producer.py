@@ -43,7 +43,7 @@ from orbitmq.message.validation import validate_message
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
 
-log = logging.getLogger("orbitmq.client")
+log: Final = logging.getLogger("orbitmq.client")
 # A static: compiled, `asyncio.get_running_loop` is a module attribute lookup per send.
 _GET_RUNNING_LOOP: Final = asyncio.get_running_loop
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from orbitmq.client.fault import FaultStrategy
 from orbitmq.message.model import MessageQueue
 
-MASTER_ID = 0
-PERM_READ = 4
-PERM_WRITE = 2
+MASTER_ID: Final = 0
+PERM_READ: Final = 4
+PERM_WRITE: Final = 2
 
 
 def _is_writeable(perm: int) -> bool:

@@ -29,11 +29,11 @@ if TYPE_CHECKING:
     from orbitmq.client.producer import Producer
     from orbitmq.client.send_request import Prepared
 
-log = logging.getLogger("orbitmq.client")
+log: Final = logging.getLogger("orbitmq.client")
 _SEND_OK: Final = SendStatus.SEND_OK  # a static: an enum member is a class attribute lookup per send
 
 # The failures after which another attempt may help (the rest end the send at once).
-ATTEMPT_FAILURES = (ConnectError, RequestTimeoutError, BrokerError)
+ATTEMPT_FAILURES: Final = (ConnectError, RequestTimeoutError, BrokerError)
 
 
 class Resume(NamedTuple):

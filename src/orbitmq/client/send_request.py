@@ -58,12 +58,12 @@ class Prepared:
 def prepare_message(msg: Message, compress_over: int, compress_level: int) -> Prepared:
     """Body (compressed from `compress_over` bytes on), sys flag and properties of one message; a
     UNIQ_KEY is added when it has none."""
-    if P.UNIQ_KEY not in msg.properties:
-        msg.properties[P.UNIQ_KEY] = _ID_GENERATOR.next()
+    props = msg.properties  # (read once: an attribute of an interpreted object costs a lookup each time)
+    if P.UNIQ_KEY not in props:
+        props[P.UNIQ_KEY] = _ID_GENERATOR.next()
     body, sys_flag = msg.body, 0
     if len(body) >= compress_over:
         body, sys_flag = compress_body(body, compress_level)
-    props = msg.properties
     reconsume, max_reconsume = 0, None
     if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         # Fact sheet 3.1: these travel in header fields j/l instead of properties.

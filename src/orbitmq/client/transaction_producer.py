@@ -21,7 +21,7 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
@@ -42,7 +42,7 @@ from orbitmq.transport.tls import TlsClientSettings
 # slotted dataclass subclass) and are still importable from here.
 __all__ = ["LocalTransactionState", "TransactionListener", "TransactionProducer", "TransactionSendResult"]
 
-log = logging.getLogger("orbitmq.client")
+log: Final = logging.getLogger("orbitmq.client")
 
 
 class TransactionListener(Protocol):

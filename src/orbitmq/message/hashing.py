@@ -15,7 +15,6 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable
-from functools import lru_cache
 from operator import mul
 from typing import Final
 
@@ -24,11 +23,11 @@ _MASK32: Final = 0xFFFFFFFF
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 
 
-_SHORT = 8  # up to this many units the plain loop is faster than setting up the dot product
-_MAX_CACHED = 1024
+_SHORT: Final = 8  # up to this many units the plain loop is faster than setting up the dot product
+_MAX_CACHED: Final = 1024
 # _POWERS[n] = (31**(n-1), ..., 31, 1) mod 2**32: hash(units) = sum(u * p) mod 2**32. Built per length
 # on first use (importing must stay cheap: it is on every process's start-up path).
-_POWERS: dict[int, tuple[int, ...]] = {}
+_POWERS: Final[dict[int, tuple[int, ...]]] = {}
 
 
 def hash_powers(n: int) -> tuple[int, ...]:
@@ -62,15 +61,25 @@ def java_string_hash(s: str) -> int:
     return _java_hash_units(units)
 
 
-@lru_cache(maxsize=4096)
-def tags_code(tags: str | None) -> int:
-    """The consume-queue tags code of a TAGS value: its Java hash sign-extended to 64 bits; 0 if none.
+# Tags repeat across messages: their codes are kept (a dict, not functools.lru_cache, whose wrapper
+# would make every compiled caller a generic Python call); only short ones, so the cache stays small.
+_TAGS_CODES: Final[dict[str, int]] = {}
+_TAGS_CODES_MAX: Final = 4096
+_TAGS_CACHED_LENGTH: Final = 256
 
-    Tags repeat across messages, so the result is cached.
-    """
+
+def tags_code(tags: str | None) -> int:
+    """The consume-queue tags code of a TAGS value: its Java hash sign-extended to 64 bits; 0 if none."""
     if not tags:
         return 0
-    return java_string_hash(tags)
+    code = _TAGS_CODES.get(tags)
+    if code is None:
+        if len(tags) > _TAGS_CACHED_LENGTH:
+            return java_string_hash(tags)
+        if len(_TAGS_CODES) >= _TAGS_CODES_MAX:
+            _TAGS_CODES.clear()
+        code = _TAGS_CODES[tags] = java_string_hash(tags)
+    return code
 
 
 def index_key_hash(key: str) -> int:

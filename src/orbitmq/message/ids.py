@@ -29,7 +29,7 @@ from orbitmq.message.hosts import HOST_V4_SIZE, HOST_V6_SIZE, pack_host, unpack_
 _LONG: Final = struct.Struct(">q")
 
 
-_HOST_HEX: dict[bytes, str] = {}
+_HOST_HEX: Final[dict[bytes, str]] = {}
 
 
 def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
@@ -45,7 +45,7 @@ def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
     return prefix + _LONG.pack(physical_offset).hex().upper()
 
 
-_ids_structs: dict[tuple[int, int], struct.Struct] = {}
+_ids_structs: Final[dict[tuple[int, int], struct.Struct]] = {}
 
 
 def offset_msg_ids(store_host: bytes, physical_offsets: list[int]) -> str:
@@ -147,7 +147,7 @@ def parse_unique_id(uniq_key: str) -> UniqueIdInfo:
 
 
 _default: UniqueIdGenerator | None = None
-_default_lock = threading.Lock()
+_default_lock: Final = threading.Lock()
 
 
 def configure_unique_ids(ip: str | bytes) -> None:

@@ -12,6 +12,7 @@ The layout itself lives in `record_layout`; this module knows nothing of files o
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Final
 
 from orbitmq.common.errors import ClientError, RemoteProtocolError
 from orbitmq.message.compression import decompress_body
@@ -31,7 +32,7 @@ from orbitmq.message.record_layout import (
 from orbitmq.message.sysflag import COMPRESSED_FLAG
 
 # Indexed by the two IPv6 bits of SYSFLAG (bit 4 born host, bit 5 store host).
-_FIXED_BY_V6_BITS = tuple(fixed_struct(bits << 4) for bits in range(4))
+_FIXED_BY_V6_BITS: Final = tuple(fixed_struct(bits << 4) for bits in range(4))
 
 
 @lru_cache(maxsize=1024)

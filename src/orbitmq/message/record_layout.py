@@ -90,7 +90,7 @@ _INT: Final = struct.Struct(">i")
 _UINT_PAIR: Final = struct.Struct(">iI")
 _SHORT: Final = struct.Struct(">h")
 _BLANK: Final = struct.Struct(">iI")
-_tail_cache: dict[tuple[int, int], struct.Struct] = {}
+_tail_cache: Final[dict[tuple[int, int], struct.Struct]] = {}
 # Bounded: properties lengths vary with keys and ids. broker.conf `recordTailCacheMaxEntries` sets it.
 DEFAULT_TAIL_CACHE_MAX = 4096
 _tail_cache_max = DEFAULT_TAIL_CACHE_MAX

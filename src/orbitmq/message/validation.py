@@ -36,8 +36,8 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 # Process-wide; broker.conf `validNameCacheMaxEntries` sets the bound when a broker starts.
 DEFAULT_VALID_NAMES_MAX: Final = 65536
 _valid_names_max = DEFAULT_VALID_NAMES_MAX
-valid_topics: set[str] = set()
-valid_groups: set[str] = set()
+valid_topics: Final[set[str]] = set()
+valid_groups: Final[set[str]] = set()
 
 
 def set_valid_names_max(entries: int) -> None:

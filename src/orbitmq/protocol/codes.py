@@ -7,6 +7,7 @@ in topic configs and routes). It knows nothing about encoding or transport.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Final
 
 
 class RequestCode(IntEnum):
@@ -203,8 +204,9 @@ class SerializeType(IntEnum):
 
 
 # Flag bits of a RemotingCommand (masks, not bit positions).
-RPC_TYPE = 1  # set = response
-RPC_ONEWAY = 2  # set = oneway request, no response will be sent
+# (literal Finals: compiled code inlines them)
+RPC_TYPE: Final = 1  # set = response
+RPC_ONEWAY: Final = 2  # set = oneway request, no response will be sent
 
 # MQVersion.Version ordinals (fact sheet 1.6). Each release X has an X_SNAPSHOT ordinal just below it.
 V3_0_0_SNAPSHOT = 0

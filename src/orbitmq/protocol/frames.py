@@ -14,17 +14,17 @@ prefix, as Netty's LengthFieldBasedFrameDecoder(max, 0, 4, 0, 4) does. It checks
 from __future__ import annotations
 
 import struct
-from typing import NoReturn, TypeAlias
+from typing import Final, NoReturn, TypeAlias
 
 from orbitmq.common.errors import RemoteProtocolError
 
-DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 # Real headers are small (a send's properties are at most 32 KiB, JSON escaping can triple them); a
 # bigger header only costs decode time, so it is refused with the framing (serverMaxHeaderSize).
 DEFAULT_MAX_HEADER_SIZE = 512 * 1024
 
-_INT = struct.Struct(">i")
-_TWO_INTS = struct.Struct(">iI")
+_INT: Final = struct.Struct(">i")
+_TWO_INTS: Final = struct.Struct(">iI")
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 

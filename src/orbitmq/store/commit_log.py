@@ -14,6 +14,7 @@ Reads return zero-copy memoryviews of the mapped segments. This module knows not
 from __future__ import annotations
 
 import threading
+from typing import Final
 
 from orbitmq.common.clock import Clock
 from orbitmq.common.errors import StoreError
@@ -40,8 +41,8 @@ from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.segment_queue import MappedFileQueue
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 
-_HOST_V6 = 20
-_MAX_RECORD_SLACK = 64 * 1024  # a record may exceed maxMessageSize by its header and properties
+_HOST_V6: Final = 20
+_MAX_RECORD_SLACK: Final = 64 * 1024  # a record may exceed maxMessageSize by its header and properties
 
 
 class SegmentCreateError(StoreError):

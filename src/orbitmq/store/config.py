@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.protocol.config_values import (
@@ -23,11 +24,12 @@ from orbitmq.protocol.config_values import (
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
-ASYNC_FLUSH = "ASYNC_FLUSH"
-SYNC_FLUSH = "SYNC_FLUSH"
-ASYNC_MASTER = "ASYNC_MASTER"
-SYNC_MASTER = "SYNC_MASTER"
-SLAVE = "SLAVE"
+# (literal Finals: compiled code inlines them)
+ASYNC_FLUSH: Final = "ASYNC_FLUSH"
+SYNC_FLUSH: Final = "SYNC_FLUSH"
+ASYNC_MASTER: Final = "ASYNC_MASTER"
+SYNC_MASTER: Final = "SYNC_MASTER"
+SLAVE: Final = "SLAVE"
 
 
 def _default_root() -> str:

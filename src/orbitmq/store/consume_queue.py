@@ -25,10 +25,10 @@ from orbitmq.store.paths import child_dir
 from orbitmq.store.segment_queue import MappedFileQueue
 
 CQ_ENTRY_SIZE: Final = 20
-PRE_BLANK_SIZE = 0x7FFFFFFF
-_ENTRY = struct.Struct(">qiq")
+PRE_BLANK_SIZE: Final = 0x7FFFFFFF
+_ENTRY: Final = struct.Struct(">qiq")
 CQ_ENTRY = _ENTRY  # (commit log offset, size, tags code), big-endian
-_BLANK_ENTRY = _ENTRY.pack(0, PRE_BLANK_SIZE, 0)
+_BLANK_ENTRY: Final = _ENTRY.pack(0, PRE_BLANK_SIZE, 0)
 
 
 @lru_cache(maxsize=256)

@@ -19,13 +19,14 @@ import os
 import queue
 import shutil
 import threading
+from typing import Final
 
 from orbitmq.store.consume_queue import ConsumeQueue
 from orbitmq.store.paths import child_dir
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 
-DELETED_PREFIX = ".deleted-"
+DELETED_PREFIX: Final = ".deleted-"
 
 
 class _Remover:
@@ -64,8 +65,8 @@ class _Remover:
                 self._idle.notify_all()
 
 
-REMOVER = _Remover()
-_tombstones = itertools.count()
+REMOVER: Final = _Remover()
+_tombstones: Final = itertools.count()
 
 
 class ConsumeQueueTable:

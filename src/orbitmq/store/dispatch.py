@@ -18,6 +18,7 @@ import logging
 import mmap
 import struct
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from orbitmq.message.hashing import tags_code as _tags_code
 from orbitmq.message.properties import DELAY, KEYS, TAGS, UNIQ_KEY
@@ -36,16 +37,16 @@ from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.segment_queue import MappedFileQueue
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 ArrivalListener = Callable[[str, int, int, int], None]
-_HEAD = struct.Struct(">iI")
-_INT = struct.Struct(">i")
-_SHORT = struct.Struct(">h")
+_HEAD: Final = struct.Struct(">iI")
+_INT: Final = struct.Struct(">i")
+_SHORT: Final = struct.Struct(">h")
 Buffer = bytes | bytearray | memoryview | mmap.mmap
-_SCAN_CHUNK = 512
+_SCAN_CHUNK: Final = 512
 # Deferred index entries written at once when this many are pending (bounds the memory and the loss
 # window of a crash; recovery re-indexes from the log anyway).
-_INDEX_PENDING_MAX = 256
+_INDEX_PENDING_MAX: Final = 256
 IndexItem = tuple[str, list[str], int, int]  # (topic, keys, commit log offset, store timestamp)
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     # never evaluated at run time, so mypy_extensions is not a run-time dependency).
     from mypy_extensions import i64
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 
 _MASK32: Final = 0xFFFFFFFF
 _POW31: Final = [pow(31, n, 1 << 32) for n in range(257)]

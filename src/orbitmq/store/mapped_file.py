@@ -16,10 +16,11 @@ import errno
 import mmap
 import os
 import threading
+from typing import Final
 
 from orbitmq.common.errors import StoreError
 
-OS_PAGE_SIZE = 4096
+OS_PAGE_SIZE: Final = 4096
 
 
 def segment_name(offset: int) -> str:

@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Final
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import StoreError
@@ -57,7 +58,7 @@ from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.store.store_reads import StoreReads
 from orbitmq.store.transient_pool import TransientStorePool, activation
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 
 
 class MessageStore(StoreReads):

@@ -17,11 +17,12 @@ import bisect
 import logging
 import os
 from collections.abc import Callable
+from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.store.mapped_file import MappedFile, fsync_directory, segment_name
 
-log = logging.getLogger(__name__)
+log: Final = logging.getLogger(__name__)
 
 
 class MappedFileQueue:

@@ -8,10 +8,11 @@ over the last window (the broker samples about once a second). Time comes from t
 from __future__ import annotations
 
 from collections import deque
+from typing import Final
 
 from orbitmq.common.clock import Clock
 
-_WINDOW = 60
+_WINDOW: Final = 60
 
 
 class StoreStats:

@@ -37,9 +37,9 @@ from orbitmq.protocol.command import (
 from orbitmq.protocol.frames import FrameDecoder
 from orbitmq.transport.log_limit import LogLimiter
 
-log = logging.getLogger("orbitmq.transport")
+log: Final = logging.getLogger("orbitmq.transport")
 
-DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 # seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
 TURN_BUDGET: Final = 0.005
 SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged
@@ -49,7 +49,7 @@ SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged
 EARLY_FLUSH_PIECES: Final = 64
 _PERF_COUNTER: Final = time.perf_counter  # a static: no module attribute lookup per turn
 _GET_RUNNING_LOOP: Final = asyncio.get_running_loop  # (likewise, per send and per invoke)
-_PROTOCOL_ERRORS_LOG = LogLimiter()  # peers choose how often this happens
+_PROTOCOL_ERRORS_LOG: Final = LogLimiter()  # peers choose how often this happens
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 

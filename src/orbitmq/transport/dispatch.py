@@ -41,7 +41,7 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.log_limit import LogLimiter
 
-log = logging.getLogger("orbitmq.transport")
+log: Final = logging.getLogger("orbitmq.transport")
 
 # What a processor returns: its answer at once, or an awaitable of it (None: nothing to send now).
 ProcessorResult: TypeAlias = "RemotingCommand | Later | Awaitable[RemotingCommand | None]"
@@ -130,7 +130,7 @@ class Later:
 
 
 # Types whose instances are known coroutines (compiled and interpreted `async def` results).
-_coroutine_types: set[type] = set()
+_coroutine_types: Final[set[type]] = set()
 
 
 class Dispatcher:

@@ -150,6 +150,21 @@ async def test_auto_create_from_tbw102_registers_route(raw: Raw) -> None:
     assert raw.broker.encode() in body and b'"writeQueueNums":4' in body
 
 
+async def test_topic_updates_reach_the_next_send(raw: Raw) -> None:
+    # The send processor keeps what it read of a topic's config while the table holds the same object:
+    # an update (a new object) must be seen by the very next send.
+    await raw.create_topic("Updated", queues=2)
+    assert (await raw.send("Updated", b"x", queue_id=1)).code == ResponseCode.SUCCESS
+    await raw.create_topic("Updated", queues=2, perm=4)  # read only
+    refused = await raw.send("Updated", b"x", queue_id=1)
+    assert refused.code == ResponseCode.NO_PERMISSION and "forbidden" in (refused.remark or "")
+    await raw.create_topic("Updated", queues=1)
+    assert (await raw.send("Updated", b"x", queue_id=1)).code == ResponseCode.SYSTEM_ERROR
+    assert (await raw.send("Updated", b"x", queue_id=0)).code == ResponseCode.SUCCESS
+    await raw.create_topic("Updated", queues=4)
+    assert (await raw.send("Updated", b"x", queue_id=3)).code == ResponseCode.SUCCESS
+
+
 async def test_forbidden_and_invalid_topics(raw: Raw) -> None:
     forbidden = await raw.send("SCHEDULE_TOPIC_XXXX", b"x")
     assert forbidden.code == ResponseCode.NO_PERMISSION

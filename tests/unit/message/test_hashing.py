@@ -45,6 +45,9 @@ def test_tags_code_is_zero_without_tags_and_sign_extended_otherwise() -> None:
     assert tags_code("") == 0
     assert tags_code("polygenelubricants") == -2147483648
     assert tags_code("TagA") == 2598919
+    assert tags_code("TagA") == 2598919  # cached
+    long_tag = "t" * 300  # too long to cache: computed each time, same value
+    assert tags_code(long_tag) == java_string_hash(long_tag) == tags_code(long_tag)
 
 
 def test_index_key_hash_is_abs_with_min_value_as_zero() -> None:

@@ -229,13 +229,23 @@ def test_request_response_helpers() -> None:
     assert "body_length=0" in repr(resp)
 
 
-def test_body_is_a_view_into_the_frame() -> None:
+def test_body_is_a_view_into_the_frame_or_a_small_copy() -> None:
+    # bytes frames (what FrameDecoder yields): a body up to 8 KiB is copied, a larger one is a view
     frame = json_frame(b'{"code":0}', b"payload")[4:]
     cmd = decode_command(frame)
-    assert isinstance(cmd.body, memoryview)
+    assert type(cmd.body) is bytes
     assert cmd.body == b"payload"
     assert cmd.body_bytes() == b"payload"
     assert decode_command(json_frame(b'{"code":0}')[4:]).body == b""
+    big = bytes(range(256)) * 33  # 8,448 bytes
+    cmd = decode_command(json_frame(b'{"code":0}', big)[4:])
+    assert isinstance(cmd.body, memoryview) and cmd.body == big
+    # any other buffer: always a view
+    mutable = bytearray(frame)
+    cmd = decode_command(mutable)
+    assert isinstance(cmd.body, memoryview) and cmd.body == b"payload"
+    mutable[-7:] = b"changed"
+    assert cmd.body == b"changed"
 
 
 def test_ali_ons_request_header_shape() -> None:

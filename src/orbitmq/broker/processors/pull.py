@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
+FLAG_COMMIT_OFFSET: Final = 0x1
+FLAG_SUSPEND: Final = 0x2
+FLAG_SUBSCRIPTION: Final = 0x4
 
-log = logging.getLogger("orbitmq.broker")
+log: Final = logging.getLogger("orbitmq.broker")
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:

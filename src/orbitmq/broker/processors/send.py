@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
-V3_4_9 = 121
-TOPIC_NOT_EXIST_HELP = "http://rocketmq.apache.org/docs/faq/"
+V3_4_9: Final = 121
+TOPIC_NOT_EXIST_HELP: Final = "http://rocketmq.apache.org/docs/faq/"
 # The constants the send path reads per request, as Final statics of this module (compiled: no lookup in
 # the module dict per use).
 _RETRY_PREFIX: Final = RETRY_GROUP_TOPIC_PREFIX
@@ -85,7 +85,7 @@ _UNIQ_KEY_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
 _TAGS_ENTRY: Final = P.TAGS + "\x01"
 _KEYS_ENTRY: Final = P.KEYS + "\x01"
 
-_PUT_ERRORS: dict[str, tuple[int, str]] = {
+_PUT_ERRORS: Final[dict[str, tuple[int, str]]] = {
     "CREATE_MAPEDFILE_FAILED": (
         ResponseCode.SYSTEM_ERROR,
         "create mapped file failed, server is busy or broken.",
@@ -111,12 +111,26 @@ _PUT_ERRORS: dict[str, tuple[int, str]] = {
     ),
     "UNKNOWN_ERROR": (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
-_STORED_CODES = {
+_STORED_CODES: Final = {
     "PUT_OK": ResponseCode.SUCCESS,
     "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
     "FLUSH_SLAVE_TIMEOUT": ResponseCode.FLUSH_SLAVE_TIMEOUT,
     "SLAVE_NOT_AVAILABLE": ResponseCode.SLAVE_NOT_AVAILABLE,
 }
+
+
+class _TopicCheck:
+    """What a send reads of a topic's config, as native fields. Valid while the topic table holds the
+    same (frozen) TopicConfig object: an update puts a new one."""
+
+    __slots__ = ("config", "multi_tag", "queue_limit", "writable", "write_queue_nums")
+
+    def __init__(self, tc: TopicConfig) -> None:
+        self.config = tc
+        self.writable = bool(tc.perm & _PERM_WRITE)
+        self.queue_limit = max(tc.read_queue_nums, tc.write_queue_nums)
+        self.write_queue_nums = tc.write_queue_nums
+        self.multi_tag = tc.topic_filter_type == "MULTI_TAG"
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:
@@ -135,6 +149,9 @@ class SendProcessor:
         # each per-send read is a native attribute, not a lookup through the (interpreted) app object.
         self._config = app.config
         self._topics = app.topics
+        # (the manager's table dict is never rebound: held, it is a native read per send)
+        self._topic_table: dict[str, TopicConfig] = app.topics.table
+        self._topic_checks: dict[str, _TopicCheck] = {}
         self._stats = app.stats
         # The store exists from the app's start on (after the processors are registered) and for the
         # processor's whole life (a restarted app registers new ones): read through the app's property
@@ -194,7 +211,7 @@ class SendProcessor:
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
-        tc = self._check_topic(
+        topic_check = self._check_topic(
             conn,
             topic=topic,
             default_topic=default_topic,
@@ -204,8 +221,8 @@ class SendProcessor:
             producer_group=producer_group,
         )
         if queue_id < 0:
-            queue_id = random.randrange(max(tc.write_queue_nums, 1))
-        if tc.topic_filter_type == "MULTI_TAG":
+            queue_id = random.randrange(max(topic_check.write_queue_nums, 1))
+        if topic_check.multi_tag:
             sys_flag |= MULTI_TAGS_FLAG
         body = request.body
         host = born_host(conn)
@@ -319,7 +336,7 @@ class SendProcessor:
         sys_flag: int,
         queue_id: int,
         producer_group: str,
-    ) -> TopicConfig:
+    ) -> _TopicCheck:
         # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
         if not self._config.broker_permission & _PERM_WRITE:
             raise BadRequest(
@@ -331,7 +348,7 @@ class SendProcessor:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, reason)
         if topic in _NOT_ALLOWED_SEND_TOPICS:
             raise BadRequest(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
-        tc = self._topics.table.get(topic)  # (TopicConfigManager.select, without its call)
+        tc = self._topic_table.get(topic)  # (TopicConfigManager.select, without its call)
         if tc is None:
             tc = self._topics.create_in_send(topic, default_topic, default_queue_nums, 0)
             if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -341,17 +358,29 @@ class SendProcessor:
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please! {TOPIC_NOT_EXIST_HELP}",
                 )
-        if not tc.perm & _PERM_WRITE:
+        check = self._topic_checks.get(topic)
+        if check is None or check.config is not tc:
+            check = self._remember_topic(topic, tc)
+        if not check.writable:
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the topic[{topic}] sending message is forbidden",
             )
-        if queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):
+        if queue_id >= check.queue_limit:
             raise BadRequest(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.remote_address}",
             )
-        return tc
+        return check
+
+    def _remember_topic(self, topic: str, tc: TopicConfig) -> _TopicCheck:
+        checks = self._topic_checks
+        # Entries exist only for topics that were in the table: bounded by its size, plus what deleted
+        # or replaced topics left behind.
+        if len(checks) > 2 * len(self._topic_table) + 64:
+            checks.clear()
+        check = checks[topic] = _TopicCheck(tc)
+        return check
 
     def _retry_or_dlq(
         self,
