@@ -19,6 +19,7 @@ import orjson
 
 from orbitmq.client.offset_store import OffsetNotFoundError
 from orbitmq.client.results import PullResult, PullStatus, SendResult
+from orbitmq.client.send_request import send_code, start_send
 from orbitmq.client.send_result import int_field as _int_field
 from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import BrokerError, ConnectError, RequestTimeoutError
@@ -54,9 +55,6 @@ _PULL_STATUS = {
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
 
-# A reply message's property (MSG_TYPE=reply) as it appears in the properties string.
-_REPLY_MARK = P.MSG_TYPE + "\x01reply"
-
 # PullSysFlag bits (fact sheet 3.3).
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -73,16 +71,6 @@ def _ext(**fields: object) -> dict[str, str]:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return out
-
-
-def _send_code(header: Mapping[str, str], batch: bool) -> int:
-    """SEND_MESSAGE_V2 or a batch; a reply message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as
-    RocketMQ's producer sends it."""
-    if batch:
-        return RequestCode.SEND_BATCH_MESSAGE
-    if _REPLY_MARK in header.get("i", ""):
-        return RequestCode.SEND_REPLY_MESSAGE_V2
-    return RequestCode.SEND_MESSAGE_V2
 
 
 def mq_to_json(mq: MessageQueue) -> dict[str, object]:
@@ -177,7 +165,7 @@ class MQClientAPI:
         addr: str,
         broker_name: str,
         body: bytes,
-        header: Mapping[str, str],
+        header: dict[str, str],
         *,
         msg_id: str,
         timeout: float,
@@ -186,24 +174,20 @@ class MQClientAPI:
         """Send one message (SEND_MESSAGE_V2, `header` from `send_header_v2`) or a batch body; a reply
         message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as RocketMQ's producer sends it."""
         # straight to the remoting client: one coroutine less per message than self.invoke
-        request = RemotingCommand.request(_send_code(header, batch), header, body)
+        request = RemotingCommand.request(send_code(header, batch), header, body)
         resp = await self.remoting.invoke(addr, request, timeout)
         return send_result(resp, addr, broker_name, header["b"], msg_id)
 
     def start_send_message(
-        self, addr: str, body: bytes, header: Mapping[str, str], *, timeout: float, callback: ResponseCallback
+        self, addr: str, body: bytes, header: dict[str, str], *, timeout: float, callback: ResponseCallback
     ) -> bool:
         """`send_message` without a coroutine: the request leaves on the pooled connection to `addr` and
         `callback(response, error)` gets the answer (`send_result.send_result` makes it a SendResult).
         False, with nothing sent, when that connection is not open (or its writes are paused)."""
-        code = (
-            RequestCode.SEND_REPLY_MESSAGE_V2 if _REPLY_MARK in header["i"] else RequestCode.SEND_MESSAGE_V2
-        )
-        request = RemotingCommand.request(code, header, body)
-        return self.remoting.invoke_callback(addr, request, timeout, callback)
+        return start_send(self.remoting, addr, body, header, timeout=timeout, callback=callback)
 
     async def send_message_oneway(
-        self, addr: str, body: bytes, header: Mapping[str, str], *, batch: bool = False
+        self, addr: str, body: bytes, header: dict[str, str], *, batch: bool = False
     ) -> None:
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         await self.remoting.invoke_oneway(addr, RemotingCommand.request(code, header, body, oneway=True))

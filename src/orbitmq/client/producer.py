@@ -23,7 +23,7 @@ from orbitmq.client.instance import ClientInstance
 from orbitmq.client.options import own_config
 from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
-from orbitmq.client.routing import TopicPublishInfo, select_queue
+from orbitmq.client.routing import MASTER_ID, TopicPublishInfo, select_queue
 from orbitmq.client.send_call import ATTEMPT_FAILURES, Resume, SendCall, track_send
 from orbitmq.client.send_request import (
     DEFAULT_MAX_HEADER_TEMPLATES,
@@ -34,6 +34,7 @@ from orbitmq.client.send_request import (
     encode_checked_batch,
     prepare_message,
     select_by_hash,
+    start_send,
 )
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import BrokerError, ClientError, ConnectError, RequestTimeoutError
@@ -334,7 +335,9 @@ class Producer:
         if info is None or not info.ok:
             return None
         mq = select_queue(info, None, self.fault)
-        addr = instance.master_address(mq.broker_name)
+        # (ClientInstance.master_address inline: an interpreted call per message otherwise)
+        addrs = instance.broker_addrs.get(mq.broker_name)
+        addr = addrs.get(MASTER_ID) if addrs is not None else None
         if addr is None:
             return None
         prepared = self._prepare(msg)
@@ -351,7 +354,7 @@ class Producer:
             addr=addr,
         )
         header = self._header(mq, msg.topic, prepared, msg.flag)
-        if not instance.api.start_send_message(addr, prepared.body, header, timeout=budget, callback=call):
+        if not start_send(instance.api.remoting, addr, prepared.body, header, timeout=budget, callback=call):
             return None  # no open connection yet: the coroutine path connects (the message stays prepared)
         return future
 

@@ -19,6 +19,10 @@ from orbitmq.message.codec import (
 )
 from orbitmq.message.model import Message, MessageQueue
 from orbitmq.message.validation import validate_user_property
+from orbitmq.protocol.codes import RequestCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.transport.client import RemotingClient
+from orbitmq.transport.connection import ResponseCallback
 
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DEFAULT_TOPIC: Final = "TBW102"
@@ -210,3 +214,36 @@ class HeaderTemplates:
         if prepared.max_reconsume_times is not None:
             header["l"] = str(prepared.max_reconsume_times)
         return header
+
+
+# A reply message's property (MSG_TYPE=reply) as it appears in the properties string.
+REPLY_MARK: Final = P.MSG_TYPE + "\x01reply"
+_SEND_MESSAGE_V2: Final[int] = RequestCode.SEND_MESSAGE_V2
+_SEND_REPLY_MESSAGE_V2: Final[int] = RequestCode.SEND_REPLY_MESSAGE_V2
+_SEND_BATCH_MESSAGE: Final[int] = RequestCode.SEND_BATCH_MESSAGE
+
+
+def send_code(header: dict[str, str], batch: bool) -> int:
+    """SEND_MESSAGE_V2 or a batch; a reply message (MSG_TYPE=reply) goes as SEND_REPLY_MESSAGE_V2, as
+    RocketMQ's producer sends it."""
+    if batch:
+        return _SEND_BATCH_MESSAGE
+    if REPLY_MARK in header.get("i", ""):
+        return _SEND_REPLY_MESSAGE_V2
+    return _SEND_MESSAGE_V2
+
+
+def start_send(
+    remoting: RemotingClient,
+    addr: str,
+    body: bytes,
+    header: dict[str, str],
+    *,
+    timeout: float,
+    callback: ResponseCallback,
+) -> bool:
+    """One send on the pooled connection to `addr` without a coroutine (`MQClientAPI.start_send_message`;
+    compiled, the producer's per-message path calls it directly). False, with nothing sent, when that
+    connection is not open or its writes are paused."""
+    request = RemotingCommand.request(send_code(header, False), header, body)
+    return remoting.invoke_callback(addr, request, timeout, callback)

@@ -36,10 +36,6 @@ _FIXED_BY_V6_BITS: Final = tuple(fixed_struct(bits << 4) for bits in range(4))
 
 
 @lru_cache(maxsize=1024)
-def _host_hex(host: bytes) -> str:
-    return host.hex().upper()
-
-
 @lru_cache(maxsize=4096)
 def _topic_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
@@ -105,13 +101,9 @@ def _decode_at(view: memoryview, pos: int, decompress: bool) -> MessageExt:
         if properties_pos < record_end
         else {}
     )
-    # (ids.offset_msg_id: the host part cached, the offset packed and hex-formatted; compiled, a format
-    # spec in an f-string cost three times as much)
-    offset_msg_id = (
-        make_offset_msg_id(store_host, physical_offset)
-        if physical_offset >= 0
-        else _host_hex(store_host + physical_offset.to_bytes(8, "big", signed=True))
-    )
+    # (ids.offset_msg_id: the host part cached, the offset packed as a signed long and hex-formatted;
+    # compiled, a format spec in an f-string cost three times as much)
+    offset_msg_id = make_offset_msg_id(store_host, physical_offset)
     return MessageExt(
         topic,
         body,

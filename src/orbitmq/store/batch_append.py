@@ -25,7 +25,7 @@ from orbitmq.message.batch_scan import FIELDS as _FIELDS
 from orbitmq.message.batch_scan import ScannedBatch, scan_batch
 from orbitmq.message.hashing import ZLIB_CRC32
 from orbitmq.message.hashing import tags_code as compute_tags_code
-from orbitmq.message.property_string import decode_properties, find_property
+from orbitmq.message.property_string import decode_properties, find_property, find_property_key
 from orbitmq.message.record_layout import (
     BLANK_RECORD_SIZE,
     MAX_PROPERTIES_LENGTH,
@@ -134,23 +134,6 @@ def _check_each(
         if size > max_message_size + _MAX_RECORD_SLACK or size + BLANK_RECORD_SIZE > file_size:
             return _illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"message record too large: {size}")
     return None
-
-
-def _value_after(text: str, key: str) -> str | None:
-    """find_property(text, name) with `key` = "\x02" + name + "\x01" built once (the common case: the
-    name once, with a value); anything unusual goes to find_property itself."""
-    i = text.rfind(key)
-    if i < 0:
-        if not text.startswith(key[1:]):
-            return None
-        start = len(key) - 1
-    else:
-        start = i + len(key)
-    stop = text.find("\x02", start)
-    value = text[start:] if stop < 0 else text[start:stop]
-    if value:
-        return value
-    return find_property(text, key[1:-1])
 
 
 _UNIQ_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
@@ -319,7 +302,7 @@ def append_scanned(
         # `in` first: a name that is not there costs no call (TAGS and KEYS are often absent).
         tags = extra_tags
         if tags is None and "TAGS\x01" in text:
-            tags = _value_after(text, _TAGS)
+            tags = find_property_key(text, _TAGS)
         if tags is None:
             code = 0
         elif tags == last_tags:  # rows of a batch often share their tag: hash it once
@@ -331,7 +314,7 @@ def append_scanned(
             tags_codes.add(code)
             last_code = code
         cq_pack(cq_entries, i * CQ_ENTRY_SIZE, physical_offset, size, code)
-        uniq = extra_uniq if extra_uniq is not None else _value_after(text, _UNIQ_KEY)
+        uniq = extra_uniq if extra_uniq is not None else find_property_key(text, _UNIQ_KEY)
         if uniq:
             index_keys.append(uniq)
             index_offsets.append(physical_offset)

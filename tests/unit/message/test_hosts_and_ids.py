@@ -58,6 +58,8 @@ def test_offset_msg_id_golden_values() -> None:
     v6 = offset_msg_id(pack_host("fe80::2", 10911), 1_073_741_824)
     assert v6 == "FE80000000000000000000000000000200002A9F0000000040000000"
     assert len(v6) == 56
+    # a negative offset (a damaged record's field) as Java's long in two's complement, as Java writes it
+    assert offset_msg_id(pack_host("10.0.0.1", 10911), -2) == "0A00000100002A9FFFFFFFFFFFFFFFFE"
 
 
 def test_offset_msg_id_decodes_back() -> None:

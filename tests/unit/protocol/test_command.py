@@ -55,6 +55,28 @@ def test_json_remark_and_control_characters_escaped() -> None:
     assert decode_command(json_frame(header)[4:]).remark == 'bad "x"\x01'
 
 
+def test_json_header_pieces_in_every_combination() -> None:
+    # the header is written from cached pieces: each field where fastjson puts it, cached or not
+    both = RemotingCommand(
+        17, language=LanguageCode.PYTHON, version=9, opaque=-5, flag=3, remark="r", ext_fields={"k": "v"}
+    )
+    expected = (
+        b'{"code":17,"extFields":{"k":"v"},"flag":3,"language":"PYTHON","opaque":-5,"remark":"r",'
+        b'"serializeTypeCurrentRPC":"JSON","version":9}'
+    )
+    for _ in range(2):  # pieces made, then pieces reused
+        assert encode_command_bytes(both) == json_frame(expected)
+    both.opaque = 123456789012
+    assert encode_command_bytes(both) == json_frame(expected.replace(b":-5,", b":123456789012,"))
+    # a flag out of the cached range (and an unknown language code) take the template
+    odd = RemotingCommand(1, language=200, version=1, opaque=1, flag=0x12345, ext_fields={"k": "v"})
+    assert encode_command_bytes(odd) == json_frame(
+        b'{"code":1,"extFields":{"k":"v"},"flag":74565,"language":"OTHER","opaque":1,'
+        b'"serializeTypeCurrentRPC":"JSON","version":1}'
+    )
+    assert decode_command(encode_command_bytes(odd)[4:]).flag == 0x12345
+
+
 def binary_header_by_table(
     *,
     code: int,
