@@ -30,6 +30,7 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from orbitmq.protocol.config_values import (
     BOOLEAN,
@@ -156,6 +157,20 @@ class BrokerConfig:
     valid_name_cache_max_entries: int = 65536
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
+    # Not a property: counts assignments to the other fields (see __setattr__), so that a reader keeping
+    # values of the config (the send processor, per send) knows when to read them again.
+    generation: int = field(default=0, init=False, repr=False, compare=False)
+
+    if not TYPE_CHECKING:  # (hidden from mypy, which would otherwise accept any attribute name)
+
+        def __setattr__(self, name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+            if name != "generation":
+                try:
+                    generation = self.generation
+                except AttributeError:  # __init__ sets the fields in order, this one last
+                    generation = 0
+                object.__setattr__(self, "generation", generation + 1)
 
     # ----------------------------------------------------------------------------------------- reading
     @classmethod
@@ -249,7 +264,7 @@ class BrokerConfig:
         `mask_secrets` (GET_BROKER_CONFIG answers) secret values read `******`."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
-            if f.name == "extra":
+            if f.name in _NOT_PROPERTIES:
                 continue
             value = getattr(self, f.name)
             if value is None:
@@ -271,11 +286,16 @@ class BrokerConfig:
 
 
 # camelCase key -> attribute, and the kind of each key: from the dataclass fields, enums overridden.
-_BY_CAMEL = {_camel(f.name): f.name for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
+_NOT_PROPERTIES: Final = frozenset({"extra", "generation"})
+_BY_CAMEL = {
+    _camel(f.name): f.name for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
+}
 _ENUM_KEYS = {"flushDiskType": FLUSH_DISK_TYPE, "brokerRole": BROKER_ROLE}
 _KINDS = {
     camel: _ENUM_KEYS.get(camel) or kind_of_annotation(f.type)
-    for camel, f in ((_camel(f.name), f) for f in dataclasses.fields(BrokerConfig) if f.name != "extra")
+    for camel, f in (
+        (_camel(f.name), f) for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
+    )
 }
 # Never shown by GET_BROKER_CONFIG.
 SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})

@@ -130,6 +130,11 @@ class CommitLog:
     def _roll_if_needed(self, size: int, now: int) -> MappedFile | BufferedSegment:
         if self.committer is not None:
             return self.committer.segment_for(size, now)
+        return self._mapped_for(size, now)
+
+    def _mapped_for(self, size: int, now: int) -> MappedFile:
+        """`_roll_if_needed` without a transient store pool: the last mapped segment, typed as the
+        native class (its fields are read and written as struct fields, not attribute lookups)."""
         f = self.files.last_file_for_append(0)
         if f.file_size - f.wrote_position < size + BLANK_RECORD_SIZE:
             remaining = f.file_size - f.wrote_position
@@ -145,8 +150,9 @@ class CommitLog:
         topic_bytes = msg.topic.encode()
         properties_bytes = msg.properties.encode()
         body_len = len(msg.body)
+        max_message_size = self.config.max_message_size  # (read once: the config is interpreted)
         # The checks inline (one message, every time); the helpers build the error results.
-        if len(topic_bytes) > MAX_TOPIC_LENGTH or body_len > self.config.max_message_size:
+        if len(topic_bytes) > MAX_TOPIC_LENGTH or body_len > max_message_size:
             bad = self._validate(topic_bytes, body_len)
             if bad is not None:
                 return bad, []
@@ -162,10 +168,7 @@ class CommitLog:
             + (V6_EXTRA if len(msg.born_host) == _HOST_V6 else 0)
             + (V6_EXTRA if len(self.store_host) == _HOST_V6 else 0)
         )
-        if (
-            size > self.config.max_message_size + _MAX_RECORD_SLACK
-            or size + BLANK_RECORD_SIZE > self.file_size
-        ):
+        if size > max_message_size + _MAX_RECORD_SLACK or size + BLANK_RECORD_SIZE > self.file_size:
             bad = self._room_check(size)
             if bad is not None:
                 return bad, []
@@ -175,11 +178,23 @@ class CommitLog:
         # The caller holds put_lock (see __init__).
         now = self.clock.now_ms()
         queue_offset = self.topic_queue_table.get(key, 0) if normal else 0
-        f = self._segment_for(size, now)
-        pos = f.wrote_position
-        physical_offset = f.file_from_offset + pos
+        mapped: MappedFile | None = None
+        segment: MappedFile | BufferedSegment | None = None
+        if self.committer is None:
+            try:
+                mapped = self._mapped_for(size, now)
+            except (OSError, StoreError) as exc:
+                raise SegmentCreateError(str(exc)) from exc
+            pos = mapped.wrote_position
+            physical_offset = mapped.file_from_offset + pos
+            mm = mapped.mm
+        else:
+            segment = self._segment_for(size, now)
+            pos = segment.wrote_position
+            physical_offset = segment.file_from_offset + pos
+            mm = segment.mm
         pack_record_at(
-            f.mm,
+            mm,
             pos,
             msg.queue_id,
             msg.flag,
@@ -196,8 +211,12 @@ class CommitLog:
             topic_bytes,
             properties_bytes,
         )
-        f.wrote_position = pos + size
-        f.store_timestamp = now
+        if mapped is not None:
+            mapped.wrote_position = pos + size
+            mapped.store_timestamp = now
+        elif segment is not None:
+            segment.wrote_position = pos + size
+            segment.store_timestamp = now
         self.last_store_timestamp = now
         if normal:
             self.topic_queue_table[key] = queue_offset + 1

@@ -165,6 +165,25 @@ async def test_topic_updates_reach_the_next_send(raw: Raw) -> None:
     assert (await raw.send("Updated", b"x", queue_id=3)).code == ResponseCode.SUCCESS
 
 
+async def test_broker_config_updates_reach_the_next_send(raw: Raw) -> None:
+    # The send processor keeps what it reads of the broker config until the config changes.
+    await raw.create_topic("ConfigUpdated", queues=1)
+    sent = await raw.send("ConfigUpdated", b"x")
+    assert sent.code == ResponseCode.SUCCESS and sent.ext_fields["MSG_REGION"] == "DefaultRegion"
+    update = RequestCode.UPDATE_BROKER_CONFIG
+    try:
+        assert (await raw.call(update, None, b"brokerPermission=4\nregionId=elsewhere\n")).code == 0
+        refused = await raw.send("ConfigUpdated", b"x")
+        assert refused.code == ResponseCode.NO_PERMISSION and "sending message is forbidden" in (
+            refused.remark or ""
+        )
+        assert (await raw.call(update, None, b"brokerPermission=6\n")).code == 0
+        sent = await raw.send("ConfigUpdated", b"x")
+        assert sent.code == ResponseCode.SUCCESS and sent.ext_fields["MSG_REGION"] == "elsewhere"
+    finally:
+        assert (await raw.call(update, None, b"brokerPermission=6\nregionId=DefaultRegion\n")).code == 0
+
+
 async def test_forbidden_and_invalid_topics(raw: Raw) -> None:
     forbidden = await raw.send("SCHEDULE_TOPIC_XXXX", b"x")
     assert forbidden.code == ResponseCode.NO_PERMISSION

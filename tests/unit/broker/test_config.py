@@ -83,3 +83,15 @@ def test_delay_levels() -> None:
         parse_delay_levels("1x")
     with pytest.raises(ValueError):
         parse_delay_levels("")
+
+
+def test_generation_counts_changes_and_is_not_a_property() -> None:
+    config = BrokerConfig()
+    start = config.generation
+    config.broker_permission = 4
+    assert config.generation == start + 1
+    assert config.update({"regionId": "elsewhere"}) == ["regionId"]
+    assert config.generation > start + 1
+    assert "generation" not in config.properties()
+    read = BrokerConfig.from_properties({"generation": "7"})  # no such key: kept verbatim, not applied
+    assert read.extra["generation"] == "7" and read.generation != 7

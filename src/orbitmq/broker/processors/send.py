@@ -63,6 +63,7 @@ from orbitmq.transport.connection import Connection
 from orbitmq.transport.dispatch import Later
 
 if TYPE_CHECKING:
+    from orbitmq.broker.config import BrokerConfig
     from orbitmq.broker.context import BrokerContext
     from orbitmq.transport.server import RemotingServer
 
@@ -119,6 +120,21 @@ _STORED_CODES: Final = {
 }
 
 
+class _BrokerFields:
+    """The broker config's values a send reads, as native fields, for one generation of the config (an
+    interpreted object: each attribute read is a lookup), with the success answer's ext fields encoded."""
+
+    __slots__ = ("cluster", "generation", "reply_template", "role", "writable")
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.generation = config.generation
+        self.role = config.broker_role
+        self.cluster = config.broker_cluster_name
+        self.writable = bool(config.broker_permission & _PERM_WRITE)
+        trace_on = "true" if config.trace_on else "false"
+        self.reply_template = SendReplyTemplate(((P.MSG_REGION, config.region_id), (P.TRACE_ON, trace_on)))
+
+
 class _TopicCheck:
     """What a send reads of a topic's config, as native fields. Valid while the topic table holds the
     same (frozen) TopicConfig object: an update puts a new one."""
@@ -166,10 +182,9 @@ class SendProcessor:
         self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._group_commit: FlushWaits[Later] | None = None  # SYNC_FLUSH without a slave to wait for
-        # The success answer's config-dependent ext fields, encoded once (rebuilt if the config changes).
-        self._reply_region = ""
-        self._reply_trace_on = False
-        self._reply_template = self._template("", False)
+        # What a send reads of the broker config, re-read when the config changed (its generation).
+        self._fields = _BrokerFields(app.config)
+        self._sync_flush: bool | None = None  # the store's flushDiskType is SYNC_FLUSH (read at first use)
 
     # ---------------------------------------------------------------------------------- send
     def process_send(
@@ -207,7 +222,8 @@ class SendProcessor:
         ) = header
         if app.stopping:
             raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
-        if self._config.broker_role == "SLAVE":  # (config.is_slave, without a Python property call)
+        broker = self._broker_fields()
+        if broker.role == "SLAVE":
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
@@ -229,7 +245,7 @@ class SendProcessor:
         store = self._store
         if store is None:
             store = self._store = app.store
-        cluster = self._config.broker_cluster_name
+        cluster = broker.cluster
         if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise BadRequest(
@@ -338,7 +354,7 @@ class SendProcessor:
         producer_group: str,
     ) -> _TopicCheck:
         # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
-        if not self._config.broker_permission & _PERM_WRITE:
+        if not self._fields.writable:  # (read by _send for this send)
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self._config.broker_ip1}] sending message is forbidden",
@@ -453,8 +469,11 @@ class SendProcessor:
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         self._stats.put(topic, result.msg_num, result.wrote_bytes)
         if code == _SUCCESS and wait:
-            sync_master = self._config.broker_role == "SYNC_MASTER"
-            if later and not sync_master and (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
+            sync_master = self._broker_fields().role == "SYNC_MASTER"
+            sync_flush = self._sync_flush
+            if sync_flush is None:  # (the store's config is fixed for the processor's life: read once)
+                sync_flush = self._sync_flush = (store or app.store).config.flush_disk_type == _SYNC_FLUSH
+            if later and not sync_master and sync_flush:
                 # The group commit answers it (flush_waits.py): no coroutine or Task per send.
                 waits = self._flush_waits_for()
                 answer = self._response(code, result, queue_id)
@@ -463,7 +482,7 @@ class SendProcessor:
                     answer,
                     lambda: self._response(ResponseCode.FLUSH_DISK_TIMEOUT, result, queue_id),
                 )
-            if sync_master or (store or app.store).config.flush_disk_type == _SYNC_FLUSH:
+            if sync_master or sync_flush:
                 return self._respond_after_wait(result, queue_id)
         return self._response(code, result, queue_id)
 
@@ -487,21 +506,18 @@ class SendProcessor:
             code = await app.replication.wait_replicated(result.end_offset)
         return self._response(code, result, queue_id)
 
-    @staticmethod
-    def _template(region: str, trace_on: bool) -> SendReplyTemplate:
-        return SendReplyTemplate(((P.MSG_REGION, region), (P.TRACE_ON, "true" if trace_on else "false")))
+    def _broker_fields(self) -> _BrokerFields:
+        fields = self._fields
+        if fields.generation != self._config.generation:
+            fields = self._fields = _BrokerFields(self._config)
+        return fields
 
     def _response(self, code: int, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         config = self._config
         if code == _SUCCESS:
             # The plain success: no ext dict, its header is written from the template (same bytes).
-            region = config.region_id
-            trace_on = config.trace_on
-            if region != self._reply_region or trace_on != self._reply_trace_on:
-                self._reply_template = self._template(region, trace_on)
-                self._reply_region = region
-                self._reply_trace_on = trace_on
-            return SendReply(code, result.msg_id, queue_id, result.queue_offset, self._reply_template)
+            template = self._broker_fields().reply_template
+            return SendReply(code, result.msg_id, queue_id, result.queue_offset, template)
         # Built directly (not through success()): the ext dict is new, so it needs no defensive copy.
         return RemotingCommand(
             code,
