@@ -35,7 +35,6 @@ from orbitmq.message.sysflag import COMPRESSED_FLAG
 _FIXED_BY_V6_BITS: Final = tuple(fixed_struct(bits << 4) for bits in range(4))
 
 
-@lru_cache(maxsize=1024)
 @lru_cache(maxsize=4096)
 def _topic_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")

@@ -27,7 +27,7 @@ from orbitmq.store.segment_queue import MappedFileQueue
 CQ_ENTRY_SIZE: Final = 20
 PRE_BLANK_SIZE: Final = 0x7FFFFFFF
 _ENTRY: Final = struct.Struct(">qiq")
-CQ_ENTRY = _ENTRY  # (commit log offset, size, tags code), big-endian
+CQ_ENTRY: Final = _ENTRY  # (commit log offset, size, tags code), big-endian
 _BLANK_ENTRY: Final = _ENTRY.pack(0, PRE_BLANK_SIZE, 0)
 
 

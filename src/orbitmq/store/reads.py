@@ -17,13 +17,13 @@ from typing import Final
 from orbitmq.message.record_layout import MESSAGE_MAGIC, SYSFLAG_POS, store_timestamp_pos
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import SLAVE, StoreConfig
+from orbitmq.store.consume_queue import CQ_ENTRY
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
 from orbitmq.store.stats import StoreStats
 
-_ENTRY: Final = struct.Struct(">qiq")
 _HEAD: Final = struct.Struct(">iI")
 _INT: Final = struct.Struct(">i")
 _LONG: Final = struct.Struct(">q")
@@ -150,7 +150,7 @@ class ReadPath:
         memory_bytes = config.max_transfer_bytes_on_message_in_memory
         memory_count = config.max_transfer_count_on_message_in_memory
         i = 0
-        for i, (phy, size, tags) in enumerate(_ENTRY.iter_unpack(entries[: limit * 20])):
+        for i, (phy, size, tags) in enumerate(CQ_ENTRY.iter_unpack(entries[: limit * 20])):
             max_phy_pulling = phy
             if next_file_start != _NO_FILE and phy < next_file_start:
                 continue

@@ -20,12 +20,8 @@ from collections.abc import Callable
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.transport.connection import (
-    DEFAULT_MAX_FRAME_SIZE,
-    Connection,
-    ResponseCallback,
-    split_address,
-)
+from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from orbitmq.transport.connection import Connection, ResponseCallback, split_address
 from orbitmq.transport.dispatch import Dispatcher, Processor
 
 log = logging.getLogger("orbitmq.transport")

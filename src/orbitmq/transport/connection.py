@@ -34,12 +34,11 @@ from orbitmq.protocol.command import (
     encode_command,
     next_opaque,
 )
-from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from orbitmq.transport.log_limit import LogLimiter
 
 log: Final = logging.getLogger("orbitmq.transport")
 
-DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 # seconds of request handling one connection gets per loop turn (serverTurnBudgetMillis)
 TURN_BUDGET: Final = 0.005
 SLOW_TURN: Final = 0.1  # handling that held the loop longer than this is logged

@@ -27,7 +27,8 @@ from typing import Any
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.transport.connection import DEFAULT_MAX_FRAME_SIZE, Connection
+from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from orbitmq.transport.connection import Connection
 from orbitmq.transport.dispatch import Dispatcher, Processor, exception_text
 from orbitmq.transport.limits import ServerLimits
 from orbitmq.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode, TlsServerSettings
