@@ -31,6 +31,7 @@ from orbitmq.broker.transaction import processor as end_transaction
 from orbitmq.broker.transaction.check import TransactionalMessageCheckService
 from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.message.hashing import set_tags_code_cache_max
 from orbitmq.message.record_layout import set_tail_cache_max
 from orbitmq.message.validation import set_valid_names_max
 from orbitmq.protocol.codes import RequestCode
@@ -54,6 +55,7 @@ def _check_store_bounds(config: BrokerConfig) -> None:
     """The store's in-memory bounds are refused at construction, as the server limits are."""
     for key, value, least in (
         ("recordTailCacheMaxEntries", config.record_tail_cache_max_entries, 1),
+        ("tagsCodeCacheMaxEntries", config.tags_code_cache_max_entries, 1),
         ("indexDeferMaxEntries", config.index_defer_max_entries, 1),
         ("indexDeferMillis", config.index_defer_millis, 0),
         ("indexTopicPrefixCacheMaxEntries", config.index_topic_prefix_cache_max_entries, 1),
@@ -193,6 +195,7 @@ class BrokerApp:
         store_props["haListenPort"] = str(self.server.port + 1)
         store_config = StoreConfig.from_properties(store_props)
         set_tail_cache_max(self.config.record_tail_cache_max_entries)  # process-wide, before recovery
+        set_tags_code_cache_max(self.config.tags_code_cache_max_entries)  # process-wide
         set_valid_names_max(self.config.valid_name_cache_max_entries)  # process-wide
         self._store = MessageStore(
             store_config,

@@ -12,8 +12,9 @@ the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxEx
 `serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`,
 `serverMaxUnsupportedLogged` (see transport/limits.py), and the store's in-memory bounds the broker
 applies at start: `recordTailCacheMaxEntries` (4096 record-tail layouts cached by (topic, properties)
-length, message/record_layout.py), `indexDeferMaxEntries` (256 deferred key-index entries before they
-are written at once), `indexDeferMillis` (10 ms, the most the first deferred entry waits),
+length, message/record_layout.py), `tagsCodeCacheMaxEntries` (4096 tags' consume-queue codes, tags of
+at most 256 characters, message/hashing.py), `indexDeferMaxEntries` (256 deferred key-index entries
+before they are written at once), `indexDeferMillis` (10 ms, the most the first deferred entry waits),
 `indexTopicPrefixCacheMaxEntries` (10,000 topics' key-index prefix hashes, store/key_index.py) and
 `validNameCacheMaxEntries` (65,536 topic and as many group names already found valid,
 message/validation.py).
@@ -151,6 +152,7 @@ class BrokerConfig:
     server_max_unsupported_logged: int = 4096
     # The store's in-memory bounds (orbitmq's own keys; applied when the broker starts).
     record_tail_cache_max_entries: int = 4096
+    tags_code_cache_max_entries: int = 4096
     index_defer_max_entries: int = 256
     index_defer_millis: int = 10
     index_topic_prefix_cache_max_entries: int = 10000

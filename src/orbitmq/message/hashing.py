@@ -63,9 +63,24 @@ def java_string_hash(s: str) -> int:
 
 # Tags repeat across messages: their codes are kept (a dict, not functools.lru_cache, whose wrapper
 # would make every compiled caller a generic Python call); only short ones, so the cache stays small.
+# Process-wide; broker.conf `tagsCodeCacheMaxEntries` sets the bound when a broker starts.
 _TAGS_CODES: Final[dict[str, int]] = {}
-_TAGS_CODES_MAX: Final = 4096
+DEFAULT_TAGS_CODE_CACHE_MAX: Final = 4096
+_tags_codes_max = DEFAULT_TAGS_CODE_CACHE_MAX  # (read on a miss only)
 _TAGS_CACHED_LENGTH: Final = 256
+
+
+def set_tags_code_cache_max(entries: int) -> None:
+    """Bound the tags -> tags code cache (the broker calls this at start)."""
+    global _tags_codes_max
+    if entries < 1:
+        raise ValueError(f"tagsCodeCacheMaxEntries must be positive, not {entries}")
+    _tags_codes_max = entries
+    _TAGS_CODES.clear()
+
+
+def tags_code_cache_size() -> int:
+    return len(_TAGS_CODES)
 
 
 def tags_code(tags: str | None) -> int:
@@ -76,7 +91,7 @@ def tags_code(tags: str | None) -> int:
     if code is None:
         if len(tags) > _TAGS_CACHED_LENGTH:
             return java_string_hash(tags)
-        if len(_TAGS_CODES) >= _TAGS_CODES_MAX:
+        if len(_TAGS_CODES) >= _tags_codes_max:
             _TAGS_CODES.clear()
         code = _TAGS_CODES[tags] = java_string_hash(tags)
     return code

@@ -12,7 +12,7 @@ import pytest
 
 from orbitmq.broker.app import BrokerApp
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.message import record_layout, validation
+from orbitmq.message import hashing, record_layout, validation
 from orbitmq.message.property_string import encode_properties
 from orbitmq.store.store_message import StoreMessage
 
@@ -42,6 +42,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerApp]:
             "mappedFileSizeCommitLog": str(1024 * 1024),
             "mappedFileSizeConsumeQueue": str(20 * 1000),
             "recordTailCacheMaxEntries": "3",
+            "tagsCodeCacheMaxEntries": "2",
             "indexDeferMaxEntries": "4",
             "indexDeferMillis": "60000",
             "indexTopicPrefixCacheMaxEntries": "2",
@@ -55,6 +56,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerApp]:
     finally:
         await app.stop()
         record_layout.set_tail_cache_max(record_layout.DEFAULT_TAIL_CACHE_MAX)  # process-wide
+        hashing.set_tags_code_cache_max(hashing.DEFAULT_TAGS_CODE_CACHE_MAX)
         validation.set_valid_names_max(validation.DEFAULT_VALID_NAMES_MAX)
 
 
@@ -78,6 +80,10 @@ async def test_the_store_bounds_reach_the_running_store(broker: BrokerApp) -> No
     for i in range(5):
         store.put_message(_message("k" * (10 + i)))
     assert 1 <= record_layout.tail_cache_size() <= 3
+    # tagsCodeCacheMaxEntries=2: five distinct tags keep at most 2 codes.
+    for i in range(5):
+        assert hashing.tags_code(f"BoundsTag{i}") == hashing.java_string_hash(f"BoundsTag{i}")
+    assert 1 <= hashing.tags_code_cache_size() <= 2
     # indexTopicPrefixCacheMaxEntries=2: keyed messages of five topics keep at most 2 prefix hashes.
     key_index = store.key_index
     assert key_index is not None
@@ -94,6 +100,7 @@ async def test_the_store_bounds_reach_the_running_store(broker: BrokerApp) -> No
 def test_store_bounds_are_refused_below_their_least_value() -> None:
     for key, value in (
         ("recordTailCacheMaxEntries", "0"),
+        ("tagsCodeCacheMaxEntries", "0"),
         ("indexDeferMaxEntries", "0"),
         ("indexDeferMillis", "-1"),
         ("indexTopicPrefixCacheMaxEntries", "0"),
