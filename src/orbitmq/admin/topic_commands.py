@@ -22,17 +22,7 @@ from orbitmq.admin.registry import (
 )
 from orbitmq.admin.table import format_pairs, format_table, format_timestamp
 from orbitmq.common.errors import BrokerError
-from orbitmq.protocol.codes import PermName
-
-
-def perm_text(perm: int) -> str:
-    """Permission bits as mqadmin's PermName.perm2String: R, W, X (inherit) or -."""
-    return (
-        ("R" if perm & PermName.READ else "-")
-        + ("W" if perm & PermName.WRITE else "-")
-        + ("X" if perm & PermName.INHERIT else "-")
-    )
-
+from orbitmq.protocol.perm import perm_text
 
 # ---- topics ---------------------------------------------------------------------------------
 

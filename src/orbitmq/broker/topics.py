@@ -22,13 +22,10 @@ from orbitmq.broker.config_files import dumps, read_json_file
 from orbitmq.broker.config_writer import ConfigWriter, persist_json
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.validation import topic_problem
+from orbitmq.protocol.perm import PERM_INHERIT, PERM_READ, PERM_WRITE
 
 log = logging.getLogger(__name__)
 
-PERM_PRIORITY = 8
-PERM_READ: Final = 4  # (literal Finals: compiled code inlines them)
-PERM_WRITE: Final = 2
-PERM_INHERIT = 1
 
 TBW102 = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
@@ -66,14 +63,6 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def is_readable(perm: int) -> bool:
-    return bool(perm & PERM_READ)
-
-
-def is_writeable(perm: int) -> bool:
-    return bool(perm & PERM_WRITE)
 
 
 # Frozen: a change is a new object in the table (send processors keep what they read of a config for as

@@ -28,10 +28,11 @@ from orbitmq.client.api import MQClientAPI, NamesrvUnreachableError
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.request_reply import ReplyTable
 from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
-from orbitmq.client.routing import MASTER_ID, subscribe_queues
+from orbitmq.client.routing import subscribe_queues
 from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
 from orbitmq.common.errors import BrokerError, ClientError, OrbitError
 from orbitmq.message.model import MessageQueue
+from orbitmq.protocol.bodies_core import MASTER_ID
 from orbitmq.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode, version_desc
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.client import RemotingClient

@@ -23,7 +23,7 @@ from orbitmq.client.instance import ClientInstance
 from orbitmq.client.options import own_config
 from orbitmq.client.request_reply import prepare_request
 from orbitmq.client.results import SendResult, SendStatus
-from orbitmq.client.routing import MASTER_ID, TopicPublishInfo, select_queue
+from orbitmq.client.routing import TopicPublishInfo, select_queue
 from orbitmq.client.send_call import ATTEMPT_FAILURES, Resume, SendCall, track_send
 from orbitmq.client.send_request import (
     DEFAULT_MAX_HEADER_TEMPLATES,
@@ -41,6 +41,7 @@ from orbitmq.common.errors import BrokerError, ClientError, ConnectError, Reques
 from orbitmq.message import properties as P
 from orbitmq.message.model import Message, MessageExt, MessageQueue
 from orbitmq.message.validation import validate_message
+from orbitmq.protocol.bodies_core import MASTER_ID
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.transport.tls import TlsClientSettings
 

@@ -14,22 +14,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from orbitmq.client.fault import FaultStrategy
 from orbitmq.message.model import MessageQueue
-
-MASTER_ID: Final = 0
-PERM_READ: Final = 4
-PERM_WRITE: Final = 2
-
-
-def _is_writeable(perm: int) -> bool:
-    return perm & PERM_WRITE == PERM_WRITE
-
-
-def _is_readable(perm: int) -> bool:
-    return perm & PERM_READ == PERM_READ
+from orbitmq.protocol.bodies_core import MASTER_ID
+from orbitmq.protocol.perm import is_readable, is_writeable
 
 
 def master_address(route: Any, broker_name: str) -> str | None:
@@ -58,7 +48,7 @@ def publish_queues(topic: str, route: Any) -> tuple[list[MessageQueue], bool]:
         return queues, True
     queues = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
-        if not _is_writeable(qd.perm):
+        if not is_writeable(qd.perm):
             continue
         if master_address(route, qd.broker_name) is None:
             continue
@@ -69,7 +59,7 @@ def publish_queues(topic: str, route: Any) -> tuple[list[MessageQueue], bool]:
 def subscribe_queues(topic: str, route: Any) -> list[MessageQueue]:
     queues = []
     for qd in route.queue_datas:
-        if _is_readable(qd.perm):
+        if is_readable(qd.perm):
             queues += [MessageQueue(topic, qd.broker_name, q) for q in range(qd.read_queue_nums)]
     return sorted(queues)
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.protocol.bodies_core import MASTER_ID
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
 
-MASTER_ID = 0
-PERM_READ = 4
-PERM_WRITE = 2
 TOPIC_SYS_FLAG_UNIT = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 

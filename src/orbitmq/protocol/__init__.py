@@ -1,6 +1,7 @@
 """orbitmq.protocol: RocketMQ 4.x remoting protocol, sans-IO (bytes in, values out).
 
-- `codes`: request/response codes, LanguageCode, SerializeType, flag bits, versions, PermName.
+- `codes`: request/response codes, LanguageCode, SerializeType, flag bits, versions;
+  `perm`: the permission bits of topics and brokers (PermName).
 - `frames`: FrameDecoder, cutting a byte stream into frames.
 - `command`: RemotingCommand and its JSON / ROCKETMQ header serializations.
 - `headers` (+ `header_spec`): typed custom headers <-> extFields.

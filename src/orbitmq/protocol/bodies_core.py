@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, Final, Self
 
 from orbitmq.protocol import java_json
 from orbitmq.protocol.body_fields import (
@@ -33,11 +33,11 @@ from orbitmq.protocol.body_fields import (
     int_key,
     str_item,
 )
-from orbitmq.protocol.codes import PermName
+from orbitmq.protocol.perm import PERM_READ_WRITE
 
 Buffer = java_json.Buffer
 
-MASTER_ID = 0
+MASTER_ID: Final = 0  # the broker id of a master
 
 
 # ------------------------------------------------------------------ enums written by name
@@ -56,7 +56,7 @@ class QueueData(JsonBody):
     broker_name: str
     read_queue_nums: int = 0
     write_queue_nums: int = 0
-    perm: int = PermName.READ | PermName.WRITE
+    perm: int = PERM_READ_WRITE
     topic_sys_flag: int = 0
 
     def to_obj(self) -> dict[str, Any]:
@@ -194,7 +194,7 @@ class TopicConfig(JsonBody):
     topic_name: str
     read_queue_nums: int = 16
     write_queue_nums: int = 16
-    perm: int = PermName.READ | PermName.WRITE
+    perm: int = PERM_READ_WRITE
     topic_filter_type: str = TopicFilterType.SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
@@ -216,7 +216,7 @@ class TopicConfig(JsonBody):
             get_str(obj, "topicName", ""),
             get_int(obj, "readQueueNums", 16),
             get_int(obj, "writeQueueNums", 16),
-            get_int(obj, "perm", PermName.READ | PermName.WRITE),
+            get_int(obj, "perm", PERM_READ_WRITE),
             get_str(obj, "topicFilterType", TopicFilterType.SINGLE_TAG),
             get_int(obj, "topicSysFlag"),
             get_bool(obj, "order"),

@@ -255,37 +255,3 @@ def version_desc(version: int) -> str:
     if snapshot is not None and version >= V4_0_0:
         return f"{snapshot}_SNAPSHOT"
     return f"V{version}"
-
-
-class PermName:
-    """Permission bits of topics and brokers (`PermName`)."""
-
-    PRIORITY = 8
-    READ = 4
-    WRITE = 2
-    INHERIT = 1
-
-    @staticmethod
-    def is_readable(perm: int) -> bool:
-        return perm & PermName.READ == PermName.READ
-
-    @staticmethod
-    def is_writeable(perm: int) -> bool:
-        return perm & PermName.WRITE == PermName.WRITE
-
-    @staticmethod
-    def is_inherited(perm: int) -> bool:
-        return perm & PermName.INHERIT == PermName.INHERIT
-
-    @staticmethod
-    def is_priority(perm: int) -> bool:
-        return perm & PermName.PRIORITY == PermName.PRIORITY
-
-    @staticmethod
-    def to_string(perm: int) -> str:
-        """`RWX`-style text as mqadmin prints it: R or -, W or -, X or -."""
-        return (
-            ("R" if perm & PermName.READ else "-")
-            + ("W" if perm & PermName.WRITE else "-")
-            + ("X" if perm & PermName.INHERIT else "-")
-        )

@@ -28,8 +28,10 @@ from orbitmq.client.api import MQClientAPI
 from orbitmq.common.errors import BrokerError
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol import java_json
+from orbitmq.protocol.bodies_core import MASTER_ID
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import Buffer, RemotingCommand
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.loop import fast_loop_factory
@@ -37,10 +39,7 @@ from orbitmq.transport.signing import request_signer
 
 T = TypeVar("T")
 
-PERM_READ = 4
-PERM_WRITE = 2
 FLAG_SUBSCRIPTION = 0x4
-MASTER_ID = 0
 DEFAULT_GROUP = "orbitmq_spark_reader"
 SETTLE_ITERATIONS = 3
 SYSTEM_TOPICS = frozenset(

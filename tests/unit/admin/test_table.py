@@ -8,7 +8,6 @@ import orjson
 import pytest
 
 from orbitmq.admin.table import cell, format_pairs, format_table, format_timestamp, parse_time, to_json_text
-from orbitmq.admin.topic_commands import perm_text
 from orbitmq.admin.views import ConsumerProgress, QueueProgress
 
 
@@ -81,10 +80,3 @@ def test_json_output_is_plain_json() -> None:
     assert data["diffTotal"] == 6
     assert [q["diff"] for q in data["queues"]] == [6, 0]
     assert orjson.loads(to_json_text({1: "x"})) == {"1": "x"}
-
-
-def test_perm_text() -> None:
-    assert perm_text(6) == "RW-"
-    assert perm_text(4) == "R--"
-    assert perm_text(7) == "RWX"
-    assert perm_text(0) == "---"

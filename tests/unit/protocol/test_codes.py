@@ -7,7 +7,6 @@ from orbitmq.protocol.codes import (
     V3_4_9,
     V4_9_4,
     LanguageCode,
-    PermName,
     RequestCode,
     ResponseCode,
     SerializeType,
@@ -63,11 +62,3 @@ def test_language_serialize_flags_versions() -> None:
     assert version_desc(407) == "V4_9_7"
     assert version_desc(406) == "V4_9_7_SNAPSHOT"
     assert version_desc(100000) == "V100000"
-
-
-def test_perm_name() -> None:
-    assert (PermName.READ, PermName.WRITE, PermName.INHERIT, PermName.PRIORITY) == (4, 2, 1, 8)
-    assert PermName.is_readable(6) and PermName.is_writeable(6) and not PermName.is_inherited(6)
-    assert not PermName.is_writeable(4)
-    assert PermName.to_string(6) == "RW-"
-    assert PermName.to_string(7) == "RWX"

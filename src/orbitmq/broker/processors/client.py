@@ -18,10 +18,11 @@ from orbitmq.broker.client_registry import ClientChannelInfo, Subscription
 from orbitmq.broker.config_files import load_json
 from orbitmq.broker.processors.base import BadRequest, Fields, check_group, check_topic, guarded, success
 from orbitmq.broker.sql_filter import check_filter_supported, compile_expression, is_tag_type
-from orbitmq.broker.topics import PERM_READ, PERM_WRITE, retry_topic
+from orbitmq.broker.topics import retry_topic
 from orbitmq.message.validation import topic_problem
 from orbitmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
 from orbitmq.transport.connection import Connection
 
 if TYPE_CHECKING:

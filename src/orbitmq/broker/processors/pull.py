@@ -21,13 +21,14 @@ from orbitmq.broker.client_registry import Subscription, parse_subscription
 from orbitmq.broker.long_polling import HeldPull
 from orbitmq.broker.processors.base import BadRequest, Fields, guarded
 from orbitmq.broker.sql_filter import apply_selector, check_filter_supported, selector_for
-from orbitmq.broker.topics import OFFSET_MOVED_EVENT, is_readable
+from orbitmq.broker.topics import OFFSET_MOVED_EVENT
 from orbitmq.message import properties as P
 from orbitmq.message.hashing import java_string_hash
 from orbitmq.message.hosts import pack_address
 from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.perm import is_readable
 from orbitmq.store.store_message import StoreMessage
 from orbitmq.transport.connection import Connection
 

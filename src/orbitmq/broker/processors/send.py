@@ -31,8 +31,6 @@ from orbitmq.broker.processors.send_request import (
 )
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
-    PERM_READ,
-    PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     TopicConfig,
@@ -53,6 +51,7 @@ from orbitmq.message.validation import valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import parse_boolean
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
 from orbitmq.protocol.send_reply import SendReply, SendReplyTemplate
 from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.config import SYNC_FLUSH

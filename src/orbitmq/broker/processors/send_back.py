@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, cast
 
 from orbitmq.broker.processors.base import BadRequest, Fields, success
-from orbitmq.broker.topics import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
+from orbitmq.broker.topics import dlq_topic, retry_topic
 from orbitmq.message import properties as P
 from orbitmq.message.hosts import pack_address, pack_host
 from orbitmq.message.property_string import encode_properties
@@ -20,6 +20,7 @@ from orbitmq.message.record_decode import decode_record
 from orbitmq.message.validation import TOPIC_MAX_LENGTH
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from orbitmq.store.store_message import StoreMessage
 
 if TYPE_CHECKING:

@@ -42,13 +42,13 @@ from orbitmq.message import properties as P
 from orbitmq.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.perm import PERM_READ_WRITE
 from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import GetMessageStatus, PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreMessage
 
 log = logging.getLogger("orbitmq.broker.transaction")
 
-PERM_READ_WRITE = 6
 BATCH = 32
 # END_TRANSACTION requests already applied, by half physical offset: a repeated END is answered SUCCESS
 # without storing the final message twice (bounded; an END repeated after this many others is applied).
