@@ -189,8 +189,9 @@ class MQClientAPI:
     async def send_message_oneway(
         self, addr: str, body: bytes, header: dict[str, str], *, batch: bool = False
     ) -> None:
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        await self.remoting.invoke_oneway(addr, RemotingCommand.request(code, header, body, oneway=True))
+        # (the code by the message, as for a send with a response: a reply goes as SEND_REPLY_MESSAGE_V2)
+        request = RemotingCommand.request(send_code(header, batch), header, body, oneway=True)
+        await self.remoting.invoke_oneway(addr, request)
 
     # ---- pull -------------------------------------------------------------------------------
 

@@ -1,13 +1,15 @@
 """Request-reply through a real `orbitmq serve` with orbitmq's own clients: a requester's
 `request()` gets the responder's reply (pushed by the broker with PUSH_REPLY_MESSAGE_TO_CLIENT after
 SEND_REPLY_MESSAGE_V2), concurrent requests get their own replies, the reply is also stored in
-`<cluster>_REPLY_TOPIC` (storeReplyMessageEnable), an unanswered request times out, and a reply whose
-requester is gone is refused with the broker's reason."""
+`<cluster>_REPLY_TOPIC` (storeReplyMessageEnable), a reply sent oneway is pushed as well, an
+unanswered request times out, and a reply whose requester is gone is refused with the broker's
+reason."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -43,14 +45,20 @@ async def _topic(serve: ServerProcess) -> str:
     return topic
 
 
-async def test_request_gets_the_responders_reply(serve: ServerProcess) -> None:
-    topic = await _topic(serve)
+@contextlib.asynccontextmanager
+async def _responder(serve: ServerProcess, topic: str, *, oneway: bool = False) -> AsyncIterator[Producer]:
+    """A consumer of `topic` answering every request with "re: <body>" (sent oneway if asked), and a
+    requester to yield."""
     reply_producer = Producer(unique("rp"), config=client_config(serve))
     await reply_producer.start()
 
     async def respond(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeStatus:
         for m in msgs:
-            await reply_producer.send(create_reply_message(m, b"re: " + m.body))
+            reply = create_reply_message(m, b"re: " + m.body)
+            if oneway:
+                await reply_producer.send_oneway(reply)
+            else:
+                await reply_producer.send(reply)
         return ConsumeStatus.CONSUME_SUCCESS
 
     responder = PushConsumer(
@@ -62,6 +70,16 @@ async def test_request_gets_the_responders_reply(serve: ServerProcess) -> None:
     requester = Producer(unique("qp"), config=client_config(serve))
     await requester.start()
     try:
+        yield requester
+    finally:
+        await requester.shutdown()
+        await responder.shutdown()
+        await reply_producer.shutdown()
+
+
+async def test_request_gets_the_responders_reply(serve: ServerProcess) -> None:
+    topic = await _topic(serve)
+    async with _responder(serve, topic) as requester:
         reply = await requester.request(Message(topic, b"ping"), timeout=15)
         assert reply.body == b"re: ping"
         assert reply.topic == "DefaultCluster_REPLY_TOPIC"
@@ -77,10 +95,16 @@ async def test_request_gets_the_responders_reply(serve: ServerProcess) -> None:
         async with Admin(serve) as admin:
             stored = await admin.read_topic("DefaultCluster_REPLY_TOPIC")
         assert {m.body for m in stored} >= {b"re: ping", *(b"re: " + b for b in bodies)}
-    finally:
-        await requester.shutdown()
-        await responder.shutdown()
-        await reply_producer.shutdown()
+
+
+async def test_a_reply_sent_oneway_reaches_the_requester(serve: ServerProcess) -> None:
+    # Java's producer picks SEND_REPLY_MESSAGE_V2 by the message, whatever the mode: a reply sent oneway
+    # must be pushed to its requester too (as SEND_MESSAGE_V2 it would only be stored).
+    topic = await _topic(serve)
+    async with _responder(serve, topic, oneway=True) as requester:
+        reply = await requester.request(Message(topic, b"ping"), timeout=15)
+        assert reply.body == b"re: ping"
+        assert reply.properties[P.MSG_TYPE] == "reply"
 
 
 async def test_unanswered_request_times_out(serve: ServerProcess) -> None:
