@@ -46,6 +46,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.stats",
     "orbitmq.store.mapped_file",
     "orbitmq.store.segment_queue",
+    "orbitmq.store.flush_wanted",
     "orbitmq.store.commit_log",
     "orbitmq.store.consume_queue",
     "orbitmq.store.consume_queue_table",

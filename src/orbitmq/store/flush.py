@@ -5,9 +5,10 @@
   request whose end is now flushed. A request not satisfied within `sync_flush_timeout` is called back
   with False (the broker answers FLUSH_DISK_TIMEOUT). With no requests it still flushes every 10 ms
   (messages sent with WAIT=false).
-  The broker's sends wait the cheaper way: `want(end_offset)` on the loop per send (no lock, no
-  callback; the sleeping thread is woken once per sleep), and one `flushed_listener(offset)` call per
-  round that flushed past a wanted offset, which answers every send that round covered.
+  The broker's sends wait the cheaper way: `wanted.want(end_offset)` on the loop per send (compiled,
+  flush_wanted.py: no lock, no callback; the sleeping thread is woken once per sleep), and one
+  `flushed_listener(offset)` call per round that flushed past a wanted offset, which answers every
+  send that round covered.
 - ASYNC_FLUSH (FlushRealTimeService): every `flush_interval_commit_log` ms, flush when at least
   `flush_commit_log_least_pages` dirty pages accumulated, or everything every
   `flush_commit_log_thorough_interval` ms.
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.flush_wanted import FlushWanted
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.segment_queue import MappedFileQueue
 
@@ -65,9 +67,8 @@ class FlushService:
         self._requests: list[tuple[int, FlushCallback, float]] = []
         # want()/flushed_listener: the highest end offset a waiting send needs, the flushed offset last
         # announced, and whether the thread is asleep (then want() wakes it; otherwise it will look).
-        self._wanted = 0
+        self.wanted = FlushWanted()
         self._announced = 0
-        self._sleeping = False
         self.flushed_listener: Callable[[int], None] | None = None
         self._thread: threading.Thread | None = None
         self._logics_thread: threading.Thread | None = None
@@ -127,14 +128,17 @@ class FlushService:
             self._cond.notify()
 
     def want(self, end_offset: int) -> None:
-        """Make the next round flush through `end_offset`; `flushed_listener` hears of it (the loop's
-        per-send call: under the GIL these reads and writes are ordered, and the thread sets `_sleeping`
-        before it looks at `_wanted` under the condition's lock, so a wake-up is never lost)."""
-        self._wanted = max(self._wanted, end_offset)
-        if self._sleeping:
-            self._sleeping = False  # one notify per sleep, not one per send of a burst
-            with self._cond:
-                self._cond.notify()
+        """Make the next round flush through `end_offset`; `flushed_listener` hears of it. The loop's
+        sends call `self.wanted.want` themselves (compiled) and `wake()` when it says so: under the GIL
+        those reads and writes are ordered, and the thread sets `sleeping` before it looks at `wanted`
+        under the condition's lock, so a wake-up is never lost."""
+        if self.wanted.want(end_offset):
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake the sleeping thread (after `wanted.want` said it sleeps)."""
+        with self._cond:
+            self._cond.notify()
 
     def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
         """Block the calling thread until `end_offset` is flushed (tests, tools, the bench)."""
@@ -228,7 +232,7 @@ class FlushService:
     def _announce(self) -> None:
         """Tell `flushed_listener` the flushed offset once it passed a wanted offset not yet announced."""
         listener = self.flushed_listener
-        if listener is None or self._wanted <= self._announced:
+        if listener is None or self.wanted.wanted <= self._announced:
             return
         flushed = self.commit_log_files.flushed_where
         if flushed > self._announced:
@@ -249,13 +253,14 @@ class FlushService:
     def _run(self) -> None:
         config = self.config
         files = self.commit_log_files
+        wanted = self.wanted
         while True:
             with self._cond:
-                self._sleeping = True  # before looking at _wanted: see want()
-                if not self._requests and self._wanted <= files.flushed_where:
+                wanted.sleeping = True  # before looking at `wanted`: see want()
+                if not self._requests and wanted.wanted <= files.flushed_where:
                     interval = config.flush_interval_commit_log / 1000.0
                     self._cond.wait(_GROUP_COMMIT_WAIT if config.sync_flush else interval)
-                self._sleeping = False
+                wanted.sleeping = False
                 running = self._running
             if not running:
                 break
@@ -273,7 +278,7 @@ class FlushService:
             self._announce()
         else:
             least = config.flush_commit_log_least_pages
-            if self._requests or self._wanted > self._announced:
+            if self._requests or self.wanted.wanted > self._announced:
                 least = 0  # someone waits (wait_flushed, a WAIT message on an ASYNC broker): flush all
             elif (now - self._last_thorough_commit_log) * 1000 >= config.flush_commit_log_thorough_interval:
                 least = 0

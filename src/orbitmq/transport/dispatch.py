@@ -82,8 +82,10 @@ class RouteStats:
     latency_buckets: list[int] = field(default_factory=_zero_buckets)
     latency_sum: float = 0.0
 
-    def observe(self, started: float, response: RemotingCommand | None) -> None:
-        elapsed = perf_counter() - started
+    def observe(self, started: float, response: RemotingCommand | None, finished: float = 0.0) -> None:
+        """Count one handled request: `finished` (perf_counter) when the handling ended, if it was read
+        before the answer was written (the answer first, the counting after it), else now."""
+        elapsed = (finished or perf_counter()) - started
         self.latency_buckets[_bisect_left(LATENCY_BOUNDS, elapsed)] += 1
         self.latency_sum += elapsed
         if response is not None:
@@ -125,8 +127,9 @@ class Later:
         self._request = None
         route.pending -= 1
         conn.inflight -= 1
-        route.stats.observe(self._started, response)
-        dispatcher._answer(conn, request, response)
+        finished = perf_counter()
+        dispatcher._answer(conn, request, response)  # (the answer first: the peer works on it meanwhile)
+        route.stats.observe(self._started, response, finished)
 
 
 # Types whose instances are known coroutines (compiled and interpreted `async def` results).
@@ -222,8 +225,9 @@ class Dispatcher:
             raise
         if coro is None:  # finished: answer now
             route.pending -= 1
-            route.stats.observe(started, response)
-            self._answer(conn, request, response)
+            finished = perf_counter()
+            self._answer(conn, request, response)  # (the answer first: the peer works on it meanwhile)
+            route.stats.observe(started, response, finished)
             return
         # The processor is waiting for something: the rest of it runs in a Task.
         conn.inflight += 1

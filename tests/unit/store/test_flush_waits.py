@@ -68,7 +68,7 @@ async def test_a_send_is_answered_only_by_a_flush_that_covers_it(store: MessageS
     first = store.put_message(make_message(body=b"one"))
     pending_first = waits.add(first.end_offset, _ok(1), _timeout)
     assert isinstance(pending_first, Pending)
-    assert flusher._wanted == first.end_offset  # the flusher was told what to cover
+    assert flusher.wanted.wanted == first.end_offset  # the flusher was told what to cover
     flusher._round()  # one fdatasync through the first message; announced to the loop
     second = store.put_message(make_message(body=b"two"))  # stored after that flush began
     pending_second = waits.add(second.end_offset, _ok(2), _timeout)

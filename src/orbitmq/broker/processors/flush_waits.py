@@ -1,10 +1,11 @@
 """SYNC_FLUSH sends waiting for the group commit, answered by the loop once per flush round.
 
 A send under SYNC_FLUSH is acknowledged only after the fdatasync that covers its end offset returned
-(RocketMQ's GroupCommitService). Each waiting send costs the loop one deque append and one `want()` on
-the flusher (no lock unless the flusher sleeps), and its answer is a transport `Later`: no coroutine, no
-future and no Task per message. The flusher thread announces each flushed offset with one
-`call_soon_threadsafe`; `flushed()` then answers, in arrival order, every send whose end it covers.
+(RocketMQ's GroupCommitService). Each waiting send costs the loop one deque append and one compiled
+`want()` (flush_wanted.py; a lock only to wake a sleeping flusher), and its answer is a transport
+`Later`: no coroutine, no future and no Task per message. The flusher thread announces each flushed
+offset with one `call_soon_threadsafe`; `flushed()` then answers, in arrival order, every send whose
+end it covers.
 Sends arrive on the loop thread one after another, so their end offsets ascend along the deque: an
 answer never leaves before its own flush (a smaller end queued behind a larger one only waits longer).
 
@@ -21,6 +22,8 @@ from typing import Generic, Protocol, TypeVar
 
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.store.flush import FlushService
+from orbitmq.store.flush_wanted import FlushWanted
+from orbitmq.store.segment_queue import MappedFileQueue
 
 # The answer if the flush does not come in time (built only then).
 TimeoutAnswer = Callable[[], RemotingCommand]
@@ -45,6 +48,9 @@ class FlushWaits(Generic[A]):
     ) -> None:
         self._loop = loop
         self._flusher = flusher
+        # (read per send: typed as the compiled classes, not looked up through the interpreted flusher)
+        self._files: MappedFileQueue = flusher.commit_log_files
+        self._wanted: FlushWanted = flusher.wanted
         self._timeout = timeout_ms / 1000.0
         self._make_later = make_later
         # (end offset, deadline, the pending answer, the success answer, the timeout answer's builder)
@@ -57,12 +63,13 @@ class FlushWaits(Generic[A]):
     def add(self, end_offset: int, answer: RemotingCommand, on_timeout: TimeoutAnswer) -> RemotingCommand | A:
         """`answer` once the log is flushed through `end_offset`: at once if it already is, else a
         pending answer (a `Later` the dispatcher binds to the request) that `flushed()` answers."""
-        if self._flusher.commit_log_files.flushed_where >= end_offset:
+        if self._files.flushed_where >= end_offset:
             return answer
         later = self._make_later()
         deadline = self._loop.time() + self._timeout
         self._waits.append((end_offset, deadline, later, answer, on_timeout))
-        self._flusher.want(end_offset)
+        if self._wanted.want(end_offset):
+            self._flusher.wake()  # (once per flusher sleep)
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._expire)
         return later
