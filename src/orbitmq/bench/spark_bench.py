@@ -46,6 +46,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orbitmq.bench.apache_rmq import ENV_HOME, RocketMQInstall, configured_home, find_install
+from orbitmq.bench.driver import DriverUnavailable
 from orbitmq.bench.spark_refs import ENTRY, CeilingSource, SinkCeiling, produce, raw_consume
 from orbitmq.bench.spark_tree_wait import TreeWait
 from orbitmq.message.model import MessageQueue
@@ -79,6 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=2000, help="live producer msgs/s for the latency row")
     parser.add_argument(
         "--latency-seconds", type=float, default=20.0, help="measured span of the latency row (0: skip)"
+    )
+    parser.add_argument(
+        "--rocketmq-home",
+        type=Path,
+        default=None,
+        help="also run the reads and writes against this Apache RocketMQ 4.9.x (rows '... (Apache "
+        "RocketMQ)'; default $ORBITMQ_BENCH_ROCKETMQ_HOME, none: skipped)",
     )
     args = parser.parse_args(argv)
     n, size = args.messages, args.size
@@ -218,20 +227,23 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             measure("batch read -> noop", batch_read, "warm")
             measure("availableNow stream -> noop", available_now, "wall incl. query start")
 
-        def measure_writes() -> None:
+        frame: Any = None
+        every_column = (
+            "body",
+            "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
+            "'TagA' AS tags",
+            "concat('k', CAST(id AS STRING)) AS keys",
+            "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
+        )
+        if not args.skip_writes:
             frame = (
                 spark.range(n).selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS body", "id")
                 .repartition(args.queues)
             )  # fmt: skip
             frame = frame.cache()
             frame.count()
-            every_column = (
-                "body",
-                "concat('user', CAST(id % 64 AS STRING)) AS sharding_key",
-                "'TagA' AS tags",
-                "concat('k', CAST(id AS STRING)) AS keys",
-                "map('n', CAST(id AS STRING), 'src', 'bench') AS properties",
-            )
+
+        def measure_writes() -> None:
             body_only = frame.select("body")
             all_columns = frame.selectExpr(*every_column)
 
@@ -298,6 +310,23 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
 
         if args.latency_seconds > 0:
             results.append(stream_latency(spark, server, args, workdir, wait))
+        install = rocketmq_install(args.rocketmq_home)
+        if isinstance(install, str):
+            print(f"Apache RocketMQ rows skipped: {install}")
+        else:
+            from orbitmq.bench.spark_apache import apache_rows
+
+            writes = (
+                None
+                if frame is None
+                else {
+                    "batch write (Arrow writer, acked)": frame.select("body"),
+                    "batch write, all columns (acked)": frame.selectExpr(*every_column),
+                }
+            )
+            results += apache_rows(
+                spark, install, workdir, messages=n, size=size, queues=args.queues, writes=writes
+            )
         spark.stop()
         access.close()
     return results
@@ -312,6 +341,17 @@ def _stop_between_batches(query: Any, patience: float = 10.0) -> None:
     while time.monotonic() < deadline and query.status.get("isTriggerActive"):
         time.sleep(0.05)
     query.stop()
+
+
+def rocketmq_install(flag: Path | None) -> RocketMQInstall | str:
+    """The Apache RocketMQ to run the reference rows against, or why there is none."""
+    home = configured_home(flag)
+    if home is None:
+        return f"no Apache RocketMQ (--rocketmq-home or {ENV_HOME})"
+    try:
+        return find_install(home)
+    except DriverUnavailable as exc:
+        return str(exc)
 
 
 def stream_latency(
