@@ -23,6 +23,10 @@ DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 # bigger header only costs decode time, so it is refused with the framing (serverMaxHeaderSize).
 DEFAULT_MAX_HEADER_SIZE = 512 * 1024
 
+# A frame at least this long that arrives over several chunks is collected as a list of the chunks and
+# joined once (see FrameDecoder.collect_from).
+LARGE_FRAME: Final = 64 * 1024
+
 _INT: Final = struct.Struct(">i")
 _TWO_INTS: Final = struct.Struct(">iI")
 
@@ -33,24 +37,43 @@ class FrameDecoder:
     """Incremental frame splitter. Each byte is copied at most twice: into the buffer and into its frame.
 
     While the buffer is empty, whole frames are cut straight out of the fed chunk; only a partial tail
-    is kept. A broken length raises `RemoteProtocolError`; the decoder is then unusable (the caller
-    closes the connection, as RocketMQ does).
+    is kept. A frame of `collect_from` bytes or more whose first chunk holds its 8-byte head (a batch
+    send of a few MiB arrives in many reads) is kept as the list of its chunks and joined once, when its
+    last byte came: one copy of it instead of two (into the buffer, out of it) and no buffer regrowth.
+    A broken length raises `RemoteProtocolError`; the decoder is then unusable (the caller closes the
+    connection, as RocketMQ does).
     """
 
-    __slots__ = ("_broken", "_buffer", "max_frame_size", "max_header_size")
+    __slots__ = (
+        "_broken",
+        "_buffer",
+        "_parts",
+        "_parts_len",
+        "_wanted",
+        "collect_from",
+        "max_frame_size",
+        "max_header_size",
+    )
 
     def __init__(
         self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_header_size: int = DEFAULT_MAX_FRAME_SIZE
     ) -> None:
         self.max_frame_size = max_frame_size
         self.max_header_size = max_header_size
+        self.collect_from = LARGE_FRAME
         self._buffer = bytearray()
         self._broken = False
+        # A large frame being collected: its pieces (length prefix excluded), their total and the
+        # frame's length (0: none is).
+        self._parts: list[bytes | memoryview] = []
+        self._parts_len = 0
+        self._wanted = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as a frame."""
-        return len(self._buffer)
+        # (a frame being collected: its length prefix too)
+        return len(self._buffer) + (self._parts_len + 4 if self._wanted else 0)
 
     def _fail_length(self, length: int) -> NoReturn:
         """Refuse a frame length outside 4..max_frame_size - 4; the stream cannot be resynchronised."""
@@ -67,6 +90,8 @@ class FrameDecoder:
     def feed(self, data: Buffer) -> list[bytes]:
         if self._broken:
             raise RemoteProtocolError("frame decoder already failed on this stream")
+        if self._wanted:
+            return self._collect(data)
         buffer = self._buffer
         if not buffer and type(data) is bytes:
             return self._feed_bytes(data)
@@ -127,6 +152,11 @@ class FrameDecoder:
                 self._fail_header(length, header_length)
             stop = pos + 4 + length
             if stop > end:
+                if length >= self.collect_from:  # the head is here, the rest comes in later chunks
+                    self._wanted = length
+                    self._parts_len = end - pos - 4
+                    self._parts = [memoryview(data)[pos + 4 :]]
+                    return frames
                 break
             frames.append(data[pos + 4 : stop])
             pos = stop
@@ -134,3 +164,23 @@ class FrameDecoder:
             with memoryview(data) as view:
                 self._buffer += view[pos:]
         return frames
+
+    def _collect(self, data: Buffer) -> list[bytes]:
+        """`feed` while a large frame is being collected."""
+        need = self._wanted - self._parts_len
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
+        if size < need:
+            # (a caller's bytearray or memoryview may change after the call: only bytes are kept as is)
+            self._parts.append(data if type(data) is bytes else bytes(data))
+            self._parts_len += size
+            return []
+        parts = self._parts
+        parts.append(memoryview(data)[:need])
+        frame = b"".join(parts)
+        self._parts = []
+        self._parts_len = 0
+        self._wanted = 0
+        rest = memoryview(data)[need:]
+        if not rest:
+            return [frame]
+        return [frame, *self.feed(rest.tobytes() if type(data) is bytes else rest)]

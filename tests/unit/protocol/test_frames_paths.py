@@ -32,18 +32,26 @@ def streams(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     return data, cuts
 
 
-def _run(data: bytes, cuts: list[int], as_bytes: bool) -> tuple[list[bytes], str | None, int]:
+def _run(
+    data: bytes, cuts: list[int], as_bytes: bool, collect_from: int = 1 << 30
+) -> tuple[list[bytes], str | None, list[int]]:
+    """The frames cut from `data` fed in pieces at `cuts`, the refusal if any, and what was buffered
+    after each piece."""
     decoder = FrameDecoder(200, 30)
+    decoder.collect_from = collect_from
     frames: list[bytes] = []
+    buffered: list[int] = []
     start = 0
     try:
         for stop in [*cuts, len(data)]:
             chunk = data[start:stop]
             frames += decoder.feed(chunk if as_bytes else bytearray(chunk))
+            buffered.append(decoder.buffered)
             start = stop
     except RemoteProtocolError as exc:
-        return frames, str(exc), decoder.buffered
-    return frames, None, decoder.buffered
+        return frames, str(exc), buffered
+    assert all(type(f) is bytes for f in frames)
+    return frames, None, buffered
 
 
 @settings(max_examples=500, deadline=None)
@@ -89,3 +97,33 @@ def test_each_limit_is_refused_on_both_paths() -> None:
         assert _refusal(header_over_frame, as_bytes) == "header length 11 exceeds frame length 14"
         assert _refusal(frame_over_limit, as_bytes) == "bad frame length 200 (must be 4..196)"
         assert _refusal(frame_too_short, as_bytes) == "bad frame length 3 (must be 4..196)"
+
+
+@settings(max_examples=500, deadline=None)
+@given(streams(), st.integers(4, 40), st.booleans())
+def test_collecting_large_frames_cuts_the_same_frames(
+    stream: tuple[bytes, list[int]], collect_from: int, as_bytes: bool
+) -> None:
+    # Frames from `collect_from` bytes on are collected as chunk lists once their head arrived; any
+    # chunking gives the frames (and the buffered counts, and the refusals) of the plain buffer.
+    data, cuts = stream
+    assert _run(data, cuts, as_bytes, collect_from) == _run(data, cuts, as_bytes)
+
+
+def test_a_large_frame_in_many_chunks_then_a_small_one() -> None:
+    big = struct.pack(">iI", 4 + 3 + 200_000, 3) + b"hdr" + bytes(range(256)) * 781 + b"x" * 64
+    small = struct.pack(">iI", 4 + 1, 1) + b"H"
+    stream = big + small
+    decoder = FrameDecoder()
+    frames: list[bytes] = []
+    for i in range(0, len(stream), 10_000):
+        frames += decoder.feed(stream[i : i + 10_000])
+        if not frames:
+            assert decoder.buffered == min(i + 10_000, len(stream))
+    assert frames == [big[4:], small[4:]]
+    assert decoder.buffered == 0
+    # the head and the body in the same chunk as the end of the previous frame, a caller's bytearray
+    decoder.feed(small[:3])
+    frames = decoder.feed(bytearray(small[3:] + big[:70_000]))
+    frames += decoder.feed(memoryview(big[70_000:] + small))
+    assert frames == [small[4:], big[4:], small[4:]]
