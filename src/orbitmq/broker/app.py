@@ -30,6 +30,7 @@ from orbitmq.broker.topics import TopicConfig, TopicConfigManager
 from orbitmq.broker.transaction import processor as end_transaction
 from orbitmq.broker.transaction.check import TransactionalMessageCheckService
 from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
+from orbitmq.common import malloc_tuning
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.hashing import set_tags_code_cache_max
 from orbitmq.message.record_layout import set_tail_cache_max
@@ -60,6 +61,8 @@ def _check_store_bounds(config: BrokerConfig) -> None:
         ("indexDeferMillis", config.index_defer_millis, 0),
         ("indexTopicPrefixCacheMaxEntries", config.index_topic_prefix_cache_max_entries, 1),
         ("validNameCacheMaxEntries", config.valid_name_cache_max_entries, 1),
+        ("mallocMmapThreshold", config.malloc_mmap_threshold, 0),
+        ("mallocTrimThreshold", config.malloc_trim_threshold, 0),
     ):
         if value < least:
             raise ValueError(f"{key} must be at least {least}, not {value}")
@@ -197,6 +200,7 @@ class BrokerApp:
         set_tail_cache_max(self.config.record_tail_cache_max_entries)  # process-wide, before recovery
         set_tags_code_cache_max(self.config.tags_code_cache_max_entries)  # process-wide
         set_valid_names_max(self.config.valid_name_cache_max_entries)  # process-wide
+        malloc_tuning.tune_malloc(self.config.malloc_mmap_threshold, self.config.malloc_trim_threshold)
         self._store = MessageStore(
             store_config,
             clock=self.clock,

@@ -17,7 +17,9 @@ at most 256 characters, message/hashing.py), `indexDeferMaxEntries` (256 deferre
 before they are written at once), `indexDeferMillis` (10 ms, the most the first deferred entry waits),
 `indexTopicPrefixCacheMaxEntries` (10,000 topics' key-index prefix hashes, store/key_index.py) and
 `validNameCacheMaxEntries` (65,536 topic and as many group names already found valid,
-message/validation.py).
+message/validation.py); and glibc's heap thresholds `mallocMmapThreshold` (32 MiB) and
+`mallocTrimThreshold` (64 MiB), so that batch frames of megabytes reuse heap memory instead of faulting
+in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -157,6 +159,11 @@ class BrokerConfig:
     index_defer_millis: int = 10
     index_topic_prefix_cache_max_entries: int = 10000
     valid_name_cache_max_entries: int = 65536
+    # The C heap (orbitmq's own keys; glibc only, process-wide, applied when the broker starts; 0 leaves
+    # the C library's default): buffers up to this size come from the heap, not one mmap each ...
+    malloc_mmap_threshold: int = 32 * 1024 * 1024
+    # ... and this much free heap is kept before it is given back (common/malloc_tuning.py).
+    malloc_trim_threshold: int = 64 * 1024 * 1024
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
     # Not a property: counts assignments to the other fields (see __setattr__), so that a reader keeping

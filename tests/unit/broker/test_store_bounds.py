@@ -16,6 +16,8 @@ from orbitmq.message import hashing, record_layout, validation
 from orbitmq.message.property_string import encode_properties
 from orbitmq.store.store_message import StoreMessage
 
+from .conftest import small_broker_properties
+
 BORN_HOST = bytes([127, 0, 0, 1, 0, 0, 0x27, 0x10])
 
 
@@ -35,19 +37,15 @@ def _message(keys: str, topic: str = "BoundsTopic") -> StoreMessage:
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[BrokerApp]:
     config = BrokerConfig.from_properties(
-        {
-            "storePathRootDir": str(tmp_path / "store"),
-            "listenPort": "0",
-            "brokerIP1": "127.0.0.1",
-            "mappedFileSizeCommitLog": str(1024 * 1024),
-            "mappedFileSizeConsumeQueue": str(20 * 1000),
-            "recordTailCacheMaxEntries": "3",
-            "tagsCodeCacheMaxEntries": "2",
-            "indexDeferMaxEntries": "4",
-            "indexDeferMillis": "60000",
-            "indexTopicPrefixCacheMaxEntries": "2",
-            "validNameCacheMaxEntries": "3",
-        }
+        small_broker_properties(
+            tmp_path,
+            recordTailCacheMaxEntries="3",
+            tagsCodeCacheMaxEntries="2",
+            indexDeferMaxEntries="4",
+            indexDeferMillis="60000",
+            indexTopicPrefixCacheMaxEntries="2",
+            validNameCacheMaxEntries="3",
+        )
     )
     app = BrokerApp(config)
     await app.start()
