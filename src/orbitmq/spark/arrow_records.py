@@ -85,7 +85,6 @@ _HEADER_V4: Final = np.dtype(
 )
 # Byte -> its two uppercase hex digits as one uint16 in memory order: a 1-D take per id byte.
 _HEX16: Final = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint16)
-_PROPERTY_RE: Final = "^(?P<k>[^\x01]+)\x01(?P<v>(?s:.+))$"
 _UTF8: Final = "utf-8"
 
 
@@ -288,15 +287,19 @@ def _offset_msg_ids(
 
 def _properties(strings: pa.Array, n: int) -> pa.MapArray:
     """RocketMQ's properties string (name U+0001 value U+0002 ...) as a map, decoded as Java decodes it:
-    segments without a non-empty name and value are dropped; a value may contain U+0001."""
+    segments without a non-empty name and value are dropped; a value may contain U+0001 (each segment is
+    split at its first U+0001 only; splitting is a third cheaper than a regex match per segment)."""
     segments = pc.split_pattern(strings, "\x02")
-    flat = segments.flatten()
     parents = np.asarray(pc.list_parent_indices(segments))
-    pairs = pc.extract_regex(flat, _PROPERTY_RE)
-    valid = np.asarray(pairs.is_valid())
-    keys = pc.struct_field(pairs, "k").filter(pa.array(valid))
-    values = pc.struct_field(pairs, "v").filter(pa.array(valid))
-    counts = np.bincount(parents[valid], minlength=n)
+    pairs = pc.split_pattern(segments.flatten(), "\x01", max_splits=1)
+    split = np.asarray(pc.list_value_length(pairs).fill_null(0)) == 2
+    pairs = pairs.filter(pa.array(split))
+    keys = pc.list_element(pairs, 0)
+    values = pc.list_element(pairs, 1)
+    both = pc.and_(pc.greater(pc.binary_length(keys), 0), pc.greater(pc.binary_length(values), 0))
+    keys = keys.filter(both)
+    values = values.filter(both)
+    counts = np.bincount(parents[split][np.asarray(both)], minlength=n)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
     result = pa.MapArray.from_arrays(pa.array(offsets), keys, values)

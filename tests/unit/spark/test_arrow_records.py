@@ -6,10 +6,14 @@ import zlib
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.hosts import pack_host
+from orbitmq.message.property_string import decode_properties
 from orbitmq.message.record_layout import encode_record
+from orbitmq.spark import arrow_records
 from orbitmq.spark.arrow_records import ARROW_SCHEMA, decode_batch, record_positions, record_starts
 
 
@@ -140,3 +144,12 @@ def test_evenly_spaced_walk_still_refuses_a_bad_record() -> None:
     bad[len(recs[0]) * 2 + 4] ^= 0xFF  # the third record's magic
     with pytest.raises(RemoteProtocolError):
         record_starts(bytes(bad))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab\x01\x02", max_size=12), max_size=8))
+def test_properties_column_decodes_as_java_does(texts: list[str]) -> None:
+    # Each row's map, read with the last value winning (as map_lookup "last" does), is what
+    # decode_properties (Java's string2messageProperties) makes of the same string.
+    column = arrow_records._properties(pa.array(texts, pa.string()), len(texts))
+    assert [dict(row) for row in column.to_pylist()] == [decode_properties(t) for t in texts]
