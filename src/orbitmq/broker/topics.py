@@ -22,10 +22,9 @@ from orbitmq.broker.config_files import dumps, read_json_file
 from orbitmq.broker.config_writer import ConfigWriter, persist_json
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.message.validation import topic_problem
-from orbitmq.protocol.perm import PERM_INHERIT, PERM_READ, PERM_WRITE
+from orbitmq.protocol.perm import PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited
 
 log = logging.getLogger(__name__)
-
 
 TBW102 = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
@@ -228,7 +227,7 @@ class TopicConfigManager:
                 return None
         if default_topic == TBW102 and not self._config.auto_create_topic_enable:
             return None
-        if not template.perm & PERM_INHERIT:
+        if not is_inherited(template.perm):
             return None
         nums = max(1, min(default_queue_nums, template.write_queue_nums))
         tc = TopicConfig(

@@ -31,7 +31,7 @@ from orbitmq.protocol import java_json
 from orbitmq.protocol.bodies_core import MASTER_ID
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import Buffer, RemotingCommand
-from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
+from orbitmq.protocol.perm import is_readable, is_writeable
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.transport.client import RemotingClient
 from orbitmq.transport.loop import fast_loop_factory
@@ -120,11 +120,11 @@ def _route_queues(topic: str, route: Any) -> TopicQueues:
         if addrs:
             # The master when it is up, else the lowest-id slave (reads still work from a slave).
             addresses[broker.broker_name] = addrs.get(MASTER_ID) or addrs[min(addrs)]
-    read = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas if qd.perm & PERM_READ}
+    read = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas if is_readable(qd.perm)}
     write = {
         qd.broker_name: qd.write_queue_nums
         for qd in route.queue_datas
-        if qd.perm & PERM_WRITE
+        if is_writeable(qd.perm)
         and any(
             int(k) == MASTER_ID
             for b in route.broker_datas

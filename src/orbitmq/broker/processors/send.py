@@ -51,7 +51,7 @@ from orbitmq.message.validation import valid_topics
 from orbitmq.protocol.codes import RPC_TYPE, RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.java_values import parse_boolean
-from orbitmq.protocol.perm import PERM_READ, PERM_WRITE
+from orbitmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from orbitmq.protocol.send_reply import SendReply, SendReplyTemplate
 from orbitmq.store.batch_append import scan_batch
 from orbitmq.store.config import SYNC_FLUSH
@@ -72,7 +72,6 @@ TOPIC_NOT_EXIST_HELP: Final = "http://rocketmq.apache.org/docs/faq/"
 # the module dict per use).
 _RETRY_PREFIX: Final = RETRY_GROUP_TOPIC_PREFIX
 _NOT_ALLOWED_SEND_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS
-_PERM_WRITE: Final[int] = PERM_WRITE
 _SYNC_FLUSH: Final = SYNC_FLUSH
 _SEND_MESSAGE_V1: Final[int] = RequestCode.SEND_MESSAGE
 _SUCCESS: Final[int] = ResponseCode.SUCCESS
@@ -129,7 +128,7 @@ class _BrokerFields:
         self.generation = config.generation
         self.role = config.broker_role
         self.cluster = config.broker_cluster_name
-        self.writable = bool(config.broker_permission & _PERM_WRITE)
+        self.writable = is_writeable(config.broker_permission)
         trace_on = "true" if config.trace_on else "false"
         self.reply_template = SendReplyTemplate(((P.MSG_REGION, config.region_id), (P.TRACE_ON, trace_on)))
 
@@ -142,7 +141,7 @@ class _TopicCheck:
 
     def __init__(self, tc: TopicConfig) -> None:
         self.config = tc
-        self.writable = bool(tc.perm & _PERM_WRITE)
+        self.writable = is_writeable(tc.perm)
         self.queue_limit = max(tc.read_queue_nums, tc.write_queue_nums)
         self.write_queue_nums = tc.write_queue_nums
         self.multi_tag = tc.topic_filter_type == "MULTI_TAG"
@@ -352,7 +351,7 @@ class SendProcessor:
         queue_id: int,
         producer_group: str,
     ) -> _TopicCheck:
-        # (is_writeable and validate_topic_name inline: interpreted calls cost more than the checks)
+        # (validate_topic_name only for a name not known valid: an interpreted call costs more than the check)
         if not self._fields.writable:  # (read by _send for this send)
             raise BadRequest(
                 ResponseCode.NO_PERMISSION,
