@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from orbitmq.message.model import MessageQueue
-from orbitmq.protocol import java_json
 from orbitmq.spark.broker_access import BrokerAccess
 from orbitmq.testing import ServerProcess, start_serve
 
@@ -93,16 +92,6 @@ class TwoBrokers:
         }
 
 
-def _masters(access: BrokerAccess) -> dict[str, str]:
-    info: dict[str, Any] = java_json.loads(access.run(access.api.get_broker_cluster_info()))
-    found = {}
-    for name, broker in (info.get("brokerAddrTable") or {}).items():
-        addrs = {int(k): v for k, v in (broker.get("brokerAddrs") or {}).items()}
-        if 0 in addrs:
-            found[name] = addrs[0]
-    return found
-
-
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoBrokers]:
     workdir = tmp_path_factory.mktemp("orbitmq-spark-brokers")
@@ -110,7 +99,7 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoBrokers]:
     access = BrokerAccess([process.address], timeout_s=10)
     try:
         deadline = time.monotonic() + 30
-        while sorted(masters := _masters(access)) != sorted(READ_QUEUES):
+        while sorted(masters := access.masters()) != sorted(READ_QUEUES):
             assert time.monotonic() < deadline, f"brokers registered: {masters}"
             time.sleep(0.2)
         yield TwoBrokers(process, process.address, access, masters)

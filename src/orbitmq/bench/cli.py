@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--serve-brokers",
         type=int,
         default=1,
-        help="with --serve: broker processes (`orbitmq serve --brokers N`, default 1)",
+        help="with --serve (and for W7, which starts its own): broker processes (`orbitmq serve --brokers "
+        "N`, default 1)",
     )
     p.add_argument("--peers", default="", help="peers to run beside orbitmq: nats,redis | all | none")
     p.add_argument(
@@ -509,11 +510,14 @@ class Bench:
             self.say(summary_line(m))
 
     async def run_w7(self) -> None:
-        # spark_bench.py always starts its own `orbitmq serve`: the target (--serve / -n) does not apply.
+        # spark_bench.py always starts its own `orbitmq serve`: the target (--serve / -n) does not apply,
+        # --serve-brokers does.
         from orbitmq.bench import spark_workload
 
         try:
-            found = await spark_workload.run(self.args.spark_messages, self.args.size, self.progress)
+            found = await spark_workload.run(
+                self.args.spark_messages, self.args.size, self.progress, brokers=self.args.serve_brokers
+            )
         except Exception as exc:
             found = [skipped("W7", spark_workload.SYSTEM, f"failed: {type(exc).__name__}: {exc}")]
         for m in found:

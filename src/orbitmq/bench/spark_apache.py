@@ -28,14 +28,15 @@ TOPICS = ("bench", "bench_out", "bench_all", "bench_warm")
 Row = tuple[str, float, str]
 
 
-def _master_address(access: BrokerAccess, topic: str) -> str:
+def _master(access: BrokerAccess, topic: str) -> tuple[str, str]:
+    """(broker name, master address) of the first broker in `topic`'s route."""
     route = access.run(access.api.get_topic_route(topic))
     if route is None:
         raise RuntimeError(f"Apache RocketMQ has no route for {topic}")
     for broker in route.broker_datas:
         addr = broker.broker_addrs.get(0)
         if addr:
-            return addr
+            return broker.broker_name, addr
     raise RuntimeError(f"no master in the route of {topic}")
 
 
@@ -58,7 +59,8 @@ def apache_rows(
         asyncio.run(wait_until_serving(handle.address, 60.0))
         access = BrokerAccess([handle.address], timeout_s=30)
         try:
-            broker = _master_address(access, "TBW102")
+            name, broker = _master(access, "TBW102")
+            brokers = {name: broker}
             for topic in TOPICS:
                 access.run(
                     access.api.create_topic(broker, topic, read_queue_nums=queues, write_queue_nums=queues)
@@ -81,11 +83,11 @@ def apache_rows(
 
             # The JVM compiles its hot paths first: a write and a read of 10 % of N, not counted.
             warm = max(1000, messages // 10)
-            produce(access, broker, "bench_warm", queues=queues, total=warm, size=size)
+            produce(access, brokers, "bench_warm", queues=queues, total=warm, size=size)
             raw_consume({"namesrv": handle.address, "topic": "bench_warm"}, warm)
             measure(
                 "produce (raw batch sends, setup)",
-                lambda: produce(access, broker, "bench", queues=queues, total=messages, size=size),
+                lambda: produce(access, brokers, "bench", queues=queues, total=messages, size=size),
                 "JIT warmed",
             )
             measure(

@@ -1,9 +1,9 @@
 """Throughput of the orbitmq Spark connector, with its references measured in the same run.
 
-    orbitmq bench spark [--messages 1000000] [--size 1024] [--queues 4]
+    orbitmq bench spark [--messages 1000000] [--size 1024] [--queues 4] [--brokers 1]
 
-Starts `orbitmq serve` (temporary store), fills a topic with N messages of `size` bytes, then reports
-rows/s for:
+Starts `orbitmq serve` (temporary store; `--brokers N`: N broker processes, every topic with --queues
+queues on each), fills a topic with N messages of `size` bytes, then reports rows/s for:
   produce (raw)       filling the topic with SEND_BATCH_MESSAGE from this process (setup, for scale)
   consume (raw)       the connector's pull + Arrow decode of all queues in this process, no Spark:
                       the client-side ceiling of a read
@@ -28,8 +28,9 @@ says "starved", not "slow". It also has the CPU per row of the Spark side (JVM, 
 driver) and of the broker, and the cores each used. A write's note ends with its CPU-bound limit: the
 ceiling's CPU per row over the write's Spark + broker CPU per row, the ratio a write could reach if the
 cores the ceiling used were the only limit (the broker runs on the same cores; on a separate machine
-it would not count), and the share of the write the broker ran or waited for a CPU (all its threads;
-near 1: it never idled waiting for the sink, so the write is broker-bound).
+it would not count), and the share of the write the broker ran or waited for a CPU (all its threads,
+summed over its processes; near 1 per broker process: it never idled waiting for the sink, so the
+write is broker-bound).
 """
 
 from __future__ import annotations
@@ -67,7 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--queues", type=int, default=4)
+    parser.add_argument("--queues", type=int, default=4, help="queues per topic on each broker (4)")
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="broker processes (`orbitmq serve --brokers N`); every topic has --queues on each (1)",
+    )
     parser.add_argument(
         "--max-transfer",
         type=int,
@@ -102,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuning = (
         f", broker maxTransfer {args.max_transfer}" if args.max_transfer else ", RocketMQ default pull limits"
     )
-    print(f"\norbitmq Spark connector, {n:,} messages of {size} B, {args.queues} queues, local[2]{tuning}")
+    where = f"{args.queues} queues"
+    if args.brokers > 1:
+        where += f" on each of {args.brokers} brokers"
+    print(f"\norbitmq Spark connector, {n:,} messages of {size} B, {where}, local[2]{tuning}")
     # W7's target is a ratio to the Arrow ceiling of the same run (the box is shared and noisy): reads
     # against the read ceiling, each write against the writer ceiling with the same columns.
     print(f"{'path':<52}{'rows/s':>12}{'x ceiling':>11}  note")
@@ -145,15 +155,23 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             "maxTransferBytesOnMessageInMemory": 4 * 1024 * 1024,
         }
         read_options["pullBatchSize"] = str(args.max_transfer)
-    with start_serve(workdir, **broker_conf) as server:
+    extra_args = ["--brokers", str(args.brokers)] if args.brokers > 1 else []
+    with start_serve(workdir, extra_args=extra_args, **broker_conf) as server:
         read_options["namesrv"] = server.address
         access = BrokerAccess([server.address], timeout_s=30)
+        brokers = wait_for_brokers(access, args.brokers)
         topics = ("bench", "bench_out", "bench_all", "bench_live", "bench_warm")
         for topic in topics:
-            access.run(access.api.create_topic(server.broker_addr, topic, read_queue_nums=args.queues,
-                                               write_queue_nums=args.queues))  # fmt: skip
-        while len(access.topic_queues(list(topics))) < len(topics):
+            for addr in brokers.values():
+                access.run(access.api.create_topic(addr, topic, read_queue_nums=args.queues,
+                                                   write_queue_nums=args.queues))  # fmt: skip
+        while True:  # every topic routed, on every broker
+            routes = access.topic_queues(topics)
+            on_all = all(len(r.write_queues) == len(brokers) for r in routes.values())
+            if len(routes) == len(topics) and on_all:
+                break
             time.sleep(0.1)
+        # The broker side is `orbitmq serve` and its broker processes (`--brokers N`).
         wait = TreeWait(server.pid)
 
         def measure(name: str, action: Any, note: str = "", rows: int = n) -> float:
@@ -170,7 +188,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
         # The broker's own batch-send rate (one process, no Spark): what a write could reach at most.
         measure(
             "produce (raw batch sends, setup)",
-            lambda: produce(access, server.broker_addr, "bench", queues=args.queues, total=n, size=size),
+            lambda: produce(access, brokers, "bench", queues=args.queues, total=n, size=size),
         )
         if not args.skip_reads:
             measure("consume (raw: pull + Arrow decode, no Spark)", lambda: raw_consume(read_options, n))
@@ -294,9 +312,8 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
                            writer(all_columns, "bench_all"), "all columns")  # fmt: skip
             for topic in ("bench_out", "bench_all"):
                 stored = sum(
-                    access.run(
-                        access.api.get_max_offset(server.broker_addr, MessageQueue(topic, "broker-a", q))
-                    )
+                    access.run(access.api.get_max_offset(addr, MessageQueue(topic, broker, q)))
+                    for broker, addr in brokers.items()
                     for q in range(args.queues)
                 )
                 written = (
@@ -309,7 +326,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             measure_writes()
 
         if args.latency_seconds > 0:
-            results.append(stream_latency(spark, server, args, workdir, wait))
+            results.append(stream_latency(spark, server, args, workdir, wait, brokers=brokers))
         install = rocketmq_install(args.rocketmq_home)
         if isinstance(install, str):
             print(f"Apache RocketMQ rows skipped: {install}")
@@ -335,6 +352,16 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
     return results
 
 
+def wait_for_brokers(access: BrokerAccess, count: int, timeout: float = 60.0) -> dict[str, str]:
+    """The masters (name -> address) once `count` of them registered with the name server."""
+    deadline = time.monotonic() + timeout
+    while len(found := access.masters()) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(found)} of {count} brokers registered after {timeout:.0f} s: {found}")
+        time.sleep(0.2)
+    return found
+
+
 def _stop_between_batches(query: Any, patience: float = 10.0) -> None:
     """Stop a foreachBatch query while no micro-batch runs, if one ends within `patience` seconds.
     Interrupting a running foreachBatch makes Spark match its Py4J error text against a regex to tell
@@ -358,7 +385,13 @@ def rocketmq_install(flag: Path | None) -> RocketMQInstall | str:
 
 
 def stream_latency(
-    spark: Any, server: Any, args: argparse.Namespace, workdir: Path, wait: TreeWait
+    spark: Any,
+    server: Any,
+    args: argparse.Namespace,
+    workdir: Path,
+    wait: TreeWait,
+    *,
+    brokers: dict[str, str],
 ) -> tuple[str, float, str]:
     """A processingTime 1 s query over a topic fed live at `args.rate` msgs/s; each row's delay is
     (time it reached the sink, a foreachBatch in this driver) - (its born timestamp)."""
@@ -371,17 +404,20 @@ def stream_latency(
     entry = ENTRY.pack(22 + len(body) + len(props), 0, 0, 0, len(body)) + body
     entry += struct.pack(">h", len(props)) + props
 
+    targets = [(broker, addr, q) for broker, addr in sorted(brokers.items()) for q in range(args.queues)]
+
     def producer() -> None:
         next_tick = time.monotonic()
-        queue = 0
+        turn = 0
         while not stop.is_set():
+            broker, addr, queue = targets[turn]
             header = {"a": "bench", "b": "bench_live", "c": "TBW102", "d": "4", "e": str(queue), "f": "0",
                       "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
-                      "m": "true", "n": "broker-a"}  # fmt: skip
-            resp = access.run(access.send_batch_raw(server.broker_addr, header, entry * per_tick, 30.0))
+                      "m": "true", "n": broker}  # fmt: skip
+            resp = access.run(access.send_batch_raw(addr, header, entry * per_tick, 30.0))
             if resp.code == 0:
                 sent[0] += per_tick
-            queue = (queue + 1) % args.queues
+            turn = (turn + 1) % len(targets)
             next_tick += 0.01
             time.sleep(max(0.0, next_tick - time.monotonic()))
 

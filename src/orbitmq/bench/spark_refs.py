@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -36,28 +36,31 @@ ENTRY = struct.Struct(">iiiii")
 
 
 def produce(
-    access: BrokerAccess, broker_addr: str, topic: str, *, queues: int, total: int, size: int
+    access: BrokerAccess, brokers: Mapping[str, str], topic: str, *, queues: int, total: int, size: int
 ) -> float:
+    """Fill `topic` with `total` messages over `queues` queues on each of `brokers` (name -> address),
+    one sender per queue, all at once; returns messages/s."""
     per_batch = max(1, min(512, (3 * 1024 * 1024) // (size + 64)))
     body = b"x" * size
     props = b"TAGS\x01bench"
     entry = ENTRY.pack(22 + size + len(props), 0, 0, 0, size) + body + struct.pack(">h", len(props)) + props
 
-    async def queue_worker(queue_id: int, count: int) -> None:
+    async def queue_worker(broker: str, addr: str, queue_id: int, count: int) -> None:
         sent = 0
         while sent < count:
             n = min(per_batch, count - sent)
             header = {"a": "bench", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
                       "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
-                      "m": "true", "n": "broker-a"}  # fmt: skip
-            resp = await access.send_batch_raw(broker_addr, header, entry * n, 30.0)
+                      "m": "true", "n": broker}  # fmt: skip
+            resp = await access.send_batch_raw(addr, header, entry * n, 30.0)
             if resp.code != 0:
                 raise RuntimeError(f"send failed: {resp.code} {resp.remark}")
             sent += n
 
     async def all_queues() -> None:
-        share = [total // queues + (1 if q < total % queues else 0) for q in range(queues)]
-        await asyncio.gather(*(queue_worker(q, share[q]) for q in range(queues)))
+        targets = [(broker, addr, q) for broker, addr in sorted(brokers.items()) for q in range(queues)]
+        share = [total // len(targets) + (1 if i < total % len(targets) else 0) for i in range(len(targets))]
+        await asyncio.gather(*(queue_worker(*t, share[i]) for i, t in enumerate(targets)))
 
     started = time.perf_counter()
     access.run(all_queues())

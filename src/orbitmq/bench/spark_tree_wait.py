@@ -15,6 +15,9 @@ class TreeWait:
 
     def __init__(self, broker_pid: int | None = None) -> None:
         self.broker_pid = broker_pid
+        # The broker side: the broker's process and its children (`orbitmq serve --brokers N`), as of
+        # the last start().
+        self.broker_pids: set[int] = set()
         self.before: dict[int, tuple[float, float]] = {}
         self.last = (0.0, 0.0)  # the last note's CPU per row (us): Spark side, broker
         self.broker_occupied = 0.0  # share of the last phase the broker ran or waited for a CPU
@@ -24,6 +27,8 @@ class TreeWait:
         return {pid: (_process_wait(pid), cpu_seconds(pid) or 0.0) for pid in pids}
 
     def start(self) -> None:
+        pid = self.broker_pid
+        self.broker_pids = set() if pid is None else {pid, *descendants(pid)}
         self.before = self._sample()
 
     def note(self, wall: float, rows: int = 0) -> str:
@@ -32,9 +37,9 @@ class TreeWait:
         waits = {pid: w - self.before.get(pid, zero)[0] for pid, (w, _) in after.items()}
         cpu = {pid: c - self.before.get(pid, zero)[1] for pid, (_, c) in after.items()}
         total = sum(waits.values())
-        broker = waits.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
+        broker = sum(waits.get(pid, 0.0) for pid in self.broker_pids)
         said = f"runq wait {total / wall:.2f} s/s (broker {broker / wall:.2f})"
-        broker_cpu = cpu.get(self.broker_pid, 0.0) if self.broker_pid else 0.0
+        broker_cpu = sum(cpu.get(pid, 0.0) for pid in self.broker_pids)
         spark_cpu = sum(cpu.values()) - broker_cpu
         self.broker_occupied = (broker + broker_cpu) / wall
         if rows:

@@ -195,9 +195,10 @@ def _tail(text: str, lines: int = 15) -> str:
 
 
 async def run(
-    messages: int, body_size: int, progress: Progress, script: Path | None = None
+    messages: int, body_size: int, progress: Progress, script: Path | None = None, *, brokers: int = 1
 ) -> list[Measurement]:
-    """Run spark_bench.py with `messages`; its rows, or one skipped row saying why not."""
+    """Run spark_bench.py with `messages` (and `brokers` broker processes); its rows, or one skipped row
+    saying why not."""
     script = script or default_script()
     why = unavailable_reason(script)
     if why is not None:
@@ -211,6 +212,8 @@ async def run(
     target = ["-m", SCRIPT_MODULE] if script == default_script() else [str(script)]
     argv = [sys.executable, *target, "--messages", str(messages), "--size", str(body_size)]
     argv += ["--max-transfer", "1024"]
+    if brokers > 1:
+        argv += ["--brokers", str(brokers)]
     started = time.perf_counter()
     # A session of its own: on timeout the script, its JVM and its server go down together.
     proc = await asyncio.create_subprocess_exec(

@@ -28,7 +28,7 @@ from orbitmq.client.api import MQClientAPI
 from orbitmq.common.errors import BrokerError
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol import java_json
-from orbitmq.protocol.bodies_core import MASTER_ID
+from orbitmq.protocol.bodies_core import MASTER_ID, ClusterInfo
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import Buffer, RemotingCommand
 from orbitmq.protocol.perm import is_readable, is_writeable
@@ -192,6 +192,15 @@ class BrokerAccess:
         return list(await asyncio.gather(*calls))
 
     # ---- metadata -----------------------------------------------------------------------------
+
+    def masters(self) -> dict[str, str]:
+        """Broker name -> master address, as the name server's cluster info lists them."""
+        info = ClusterInfo.from_json(self.run(self.api.get_broker_cluster_info()))
+        return {
+            name: data.broker_addrs[MASTER_ID]
+            for name, data in info.broker_addr_table.items()
+            if MASTER_ID in data.broker_addrs
+        }
 
     def topic_queues(self, topics: Iterable[str]) -> dict[str, TopicQueues]:
         """Routes of `topics`; a topic the name server does not know is left out."""

@@ -101,3 +101,28 @@ def test_missing_script_is_a_clear_reason(tmp_path: Path) -> None:
     reason = unavailable_reason(tmp_path / "spark_bench.py")
     assert reason is not None
     assert "spark_bench.py" in reason or "pyspark" in reason or "Java" in reason
+
+
+def test_w7_passes_the_broker_count_to_the_script(tmp_path: Path) -> None:
+    """`orbitmq bench W7 --serve-brokers N` runs spark_bench.py with --brokers N (and without it for 1)."""
+    import asyncio
+    import io
+
+    from orbitmq.bench.progress import Progress
+    from orbitmq.bench.spark_workload import run
+
+    script = tmp_path / "fake_spark_bench.py"
+    # Prints one table row whose note is the script's own arguments.
+    script.write_text(
+        "import sys\n"
+        "print('path' + ' ' * 48 + 'rows/s  x ceiling  note')\n"
+        "print(f\"{'batch read -> noop':<52}{1000:>12,.0f}{'-':>11}  {' '.join(sys.argv[1:])}\")\n"
+    )
+    if unavailable_reason(script) is not None:
+        pytest.skip(str(unavailable_reason(script)))
+    for brokers, wanted in ((2, "--brokers 2"), (1, "")):
+        rows = asyncio.run(run(1000, 1024, Progress(io.StringIO(), tty=False), script, brokers=brokers))
+        args = rows[0].case  # "<path> (<the note's first segment>)"
+        args = args[args.index("(") + 1 : -1]
+        assert args.startswith("--messages 1000 --size 1024 --max-transfer 1024")
+        assert args.rstrip().endswith(wanted) and ("--brokers" in args) == bool(wanted), args
