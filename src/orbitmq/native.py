@@ -57,6 +57,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.reads",
     "orbitmq.store.store_reads",
     "orbitmq.store.message_store",
+    "orbitmq.transport.busy_poll",
     "orbitmq.transport.connection",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.fields",

@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --serve (and for W7, which starts its own): broker processes (`orbitmq serve --brokers "
         "N`, default 1)",
     )
+    p.add_argument(
+        "--busy-poll-us",
+        type=int,
+        default=0,
+        help="orbitmq only: the broker (serverBusyPollMicros, with --serve) and the orbitmq client "
+        "(ClientConfig.busy_poll_us) keep polling N us after each write instead of sleeping; CPU for "
+        "latency (default 0: off)",
+    )
     p.add_argument("--peers", default="", help="peers to run beside orbitmq: nats,redis | all | none")
     p.add_argument(
         "--driver",
@@ -218,7 +226,9 @@ def orbitmq_drivers(choice: str) -> list[str]:
     return [choice]
 
 
-def make_orbitmq_driver(kind: str, namesrv: str, server: ServerHandle | None) -> Driver:
+def make_orbitmq_driver(
+    kind: str, namesrv: str, server: ServerHandle | None, *, busy_poll_us: float = 0.0
+) -> Driver:
     if kind == "raw":
         from orbitmq.bench.raw_driver import RawDriver
 
@@ -228,7 +238,7 @@ def make_orbitmq_driver(kind: str, namesrv: str, server: ServerHandle | None) ->
         raise DriverUnavailable(problem)
     from orbitmq.bench.client_driver import ClientDriver
 
-    driver: Driver = ClientDriver(namesrv, server)
+    driver: Driver = ClientDriver(namesrv, server, busy_poll_us=busy_poll_us)
     return driver
 
 
@@ -311,6 +321,9 @@ class Bench:
     ) -> list[Driver]:
         """Start (with --serve) an orbitmq and open its drivers; unavailable ones become skipped rows."""
         kinds = orbitmq_drivers(self.args.driver)
+        busy = self.args.busy_poll_us
+        if busy:  # the broker polls after each answer, the client after each request
+            conf = {**conf, "serverBusyPollMicros": str(busy)}
         names = ["orbitmq" if kind == "client" else "orbitmq-raw" for kind in kinds]
         server: ServerHandle | None = None
         namesrv = self.args.namesrv or "127.0.0.1:9876"
@@ -330,7 +343,7 @@ class Bench:
         drivers: list[Driver] = []
         for kind, name in zip(kinds, names, strict=True):
             try:
-                driver = make_orbitmq_driver(kind, namesrv, server)
+                driver = make_orbitmq_driver(kind, namesrv, server, busy_poll_us=busy)
                 await driver.open()
             except Exception as exc:
                 self.results += [skipped(w, name, str(exc)) for w in workloads]

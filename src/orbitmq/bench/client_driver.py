@@ -16,6 +16,7 @@ from typing import Any
 from orbitmq.bench.driver import Driver, OnBodies, ServerHandle
 from orbitmq.bench.raw_driver import RawDriver
 from orbitmq.client.aio import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
+from orbitmq.client.config import ClientConfig
 
 
 def client_available() -> bool:
@@ -25,15 +26,19 @@ def client_available() -> bool:
 class ClientDriver(Driver):
     system = "orbitmq"
 
-    def __init__(self, namesrv: str, server: ServerHandle | None = None) -> None:
+    def __init__(
+        self, namesrv: str, server: ServerHandle | None = None, *, busy_poll_us: float = 0.0
+    ) -> None:
         super().__init__(server)
         self.namesrv = namesrv
+        self.busy_poll_us = busy_poll_us
         self.admin = RawDriver(namesrv, server)
         self.producer: Producer | None = None
 
     async def open(self) -> None:
         await self.admin.open()
-        self.producer = Producer(f"bench_producer_{uuid.uuid4().hex[:8]}", self.namesrv)
+        config = ClientConfig(busy_poll_us=self.busy_poll_us)
+        self.producer = Producer(f"bench_producer_{uuid.uuid4().hex[:8]}", self.namesrv, config=config)
         await self.producer.start()
 
     async def close(self) -> None:

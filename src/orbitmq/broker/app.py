@@ -53,7 +53,8 @@ BROKER_VERSION_DESC = "V4_9_7"
 
 
 def _check_store_bounds(config: BrokerConfig) -> None:
-    """The store's in-memory bounds are refused at construction, as the server limits are."""
+    """The store's in-memory bounds (and the other orbitmq keys with a floor) are refused at
+    construction, as the server limits are."""
     for key, value, least in (
         ("recordTailCacheMaxEntries", config.record_tail_cache_max_entries, 1),
         ("tagsCodeCacheMaxEntries", config.tags_code_cache_max_entries, 1),
@@ -63,6 +64,7 @@ def _check_store_bounds(config: BrokerConfig) -> None:
         ("validNameCacheMaxEntries", config.valid_name_cache_max_entries, 1),
         ("mallocMmapThreshold", config.malloc_mmap_threshold, 0),
         ("mallocTrimThreshold", config.malloc_trim_threshold, 0),
+        ("serverBusyPollMicros", config.server_busy_poll_micros, 0),
     ):
         if value < least:
             raise ValueError(f"{key} must be at least {least}, not {value}")
@@ -89,6 +91,7 @@ class BrokerApp:
         self.consumers = ConsumerRegistry(self._consumer_ids_changed)
         self.stats = BrokerStats(clock)
         self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
+        _check_store_bounds(config)
         self.server = RemotingServer(
             config.broker_ip1,
             config.listen_port,
@@ -97,8 +100,8 @@ class BrokerApp:
             tls=TlsServerSettings.from_properties(config.extra),
             limits=server_limits(config),
             processor_wrapper=guard_names,
+            busy_poll_micros=config.server_busy_poll_micros,
         )
-        _check_store_bounds(config)
         self.outbound = RemotingClient(
             name=f"broker {config.broker_name} outbound",
             clock=clock,

@@ -19,7 +19,8 @@ before they are written at once), `indexDeferMillis` (10 ms, the most the first 
 `validNameCacheMaxEntries` (65,536 topic and as many group names already found valid,
 message/validation.py); and glibc's heap thresholds `mallocMmapThreshold` (32 MiB) and
 `mallocTrimThreshold` (64 MiB), so that batch frames of megabytes reuse heap memory instead of faulting
-in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default).
+in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default); and `serverBusyPollMicros`
+(0, off): how long the loop keeps polling after an answer instead of sleeping (transport/busy_poll.py).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -152,6 +153,9 @@ class BrokerConfig:
     server_max_inflight_per_connection: int = 4096
     server_turn_budget_millis: int = 5
     server_max_unsupported_logged: int = 4096
+    # µs the broker's loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
+    # 0 = off. CPU for latency: the operator's choice.
+    server_busy_poll_micros: int = 0
     # The store's in-memory bounds (orbitmq's own keys; applied when the broker starts).
     record_tail_cache_max_entries: int = 4096
     tags_code_cache_max_entries: int = 4096

@@ -101,6 +101,9 @@ class ClientConfig:
     # TLS to name servers and brokers: True (no server verification, as RocketMQ's default
     # tls.client.authServer=false) or a TlsClientSettings.
     tls: bool | TlsClientSettings = False
+    # orbitmq's own: µs the client's loop keeps polling after each request instead of sleeping until
+    # the answer (transport/busy_poll.py). 0 = off; it trades CPU for round-trip latency.
+    busy_poll_us: float = 0.0
 
     def set_security(
         self,

@@ -75,6 +75,7 @@ class ClientInstance:
             name=f"client {self.client_id}",
             rpc_hook=request_signer(config.access_key, config.secret_key, config.security_token),
             ssl_context=config.tls_context(),
+            busy_poll_us=config.busy_poll_us,
         )
         self.api = MQClientAPI(self.remoting, config.namesrv_addrs, timeout=config.api_timeout)
         self.producers: dict[str, ProducerInner] = {}

@@ -21,6 +21,7 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ConnectError
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from orbitmq.transport.busy_poll import busy_poll
 from orbitmq.transport.connection import Connection, ResponseCallback, split_address
 from orbitmq.transport.dispatch import Dispatcher, Processor
 
@@ -40,8 +41,11 @@ class RemotingClient:
         clock: Clock = SYSTEM_CLOCK,
         rpc_hook: RpcHook | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        busy_poll_us: float = 0.0,
     ) -> None:
         self.rpc_hook = rpc_hook
+        # Poll on after each request instead of sleeping until its answer (transport/busy_poll.py).
+        self.busy_poll = busy_poll(busy_poll_us)
         self.ssl = ssl_context
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
@@ -151,6 +155,7 @@ class RemotingClient:
                 max_frame_size=self.max_frame_size,
                 name=self.name,
                 clock=self._clock,
+                busy_poll=self.busy_poll,
             )
 
         try:

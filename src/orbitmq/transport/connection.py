@@ -35,6 +35,7 @@ from orbitmq.protocol.command import (
     next_opaque,
 )
 from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from orbitmq.transport.busy_poll import BusyPoll
 from orbitmq.transport.log_limit import LogLimiter
 
 log: Final = logging.getLogger("orbitmq.transport")
@@ -88,6 +89,7 @@ class Connection(asyncio.Protocol):
         max_header_size: int | None = None,
         max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
         turn_budget: float = TURN_BUDGET,
+        busy_poll: BusyPoll | None = None,
     ) -> None:
         self.name = name
         self._turn_budget = turn_budget
@@ -122,6 +124,8 @@ class Connection(asyncio.Protocol):
         self._flush_handle: asyncio.Handle | None = None
         self._lost: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of connection_made
+        # Armed after each write: the loop polls instead of sleeping while an answer is likely to come.
+        self._busy = busy_poll
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
 
@@ -304,6 +308,9 @@ class Connection(asyncio.Protocol):
         if leave:
             self._out = []
             transport.writelines(out)
+        busy = self._busy
+        if busy is not None and self._loop is not None:
+            busy.arm(self._loop)
 
     def _flush(self) -> None:
         self._flush_handle = None

@@ -28,6 +28,7 @@ from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from orbitmq.transport.busy_poll import busy_poll
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.dispatch import Dispatcher, Processor, exception_text
 from orbitmq.transport.limits import ServerLimits
@@ -60,8 +61,11 @@ class RemotingServer:
         tls: TlsServerSettings | None = None,
         limits: ServerLimits | None = None,
         processor_wrapper: Callable[[Processor], Processor] | None = None,
+        busy_poll_micros: int = 0,
     ) -> None:
         self.host = host
+        # serverBusyPollMicros (transport/busy_poll.py): poll on after an answer, for the next request.
+        self.busy_poll = busy_poll(busy_poll_micros)
         self.tls = tls or TlsServerSettings()
         self._hook: RequestHook | None = None
         self._listen_socket: socket.socket | None = None
@@ -190,6 +194,7 @@ class RemotingServer:
             max_header_size=self.limits.max_header_size,
             max_ext_fields=self.limits.max_ext_fields,
             turn_budget=self.limits.turn_budget_millis / 1000,
+            busy_poll=self.busy_poll,
         )
         conn.add_close_callback(self._closed)
         return conn
