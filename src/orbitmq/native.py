@@ -71,6 +71,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.client.consume",
     "orbitmq.client.consumer_stats",
     "orbitmq.client.process_queue",
+    "orbitmq.client.direct_send",
     "orbitmq.client.producer",
     "orbitmq.client.transaction_producer",
     "orbitmq.client.send_call",

@@ -5,7 +5,10 @@ constructor arguments, plain methods instead of coroutines. One daemon thread pe
 loop for every blocking client; a listener given to a blocking PushConsumer runs on the consumer's
 thread pool (or on the loop, when it is a coroutine function).
 
-This module only forwards calls; behaviour lives in the asyncio classes.
+This module only forwards calls; behaviour lives in the asyncio classes. One exception, for speed:
+`Producer.send` makes its first attempt on the caller's own thread when the route is known
+(client/direct_send.py: two thread wake-ups per message saved), and hands anything else, and any
+retry, to the loop, started there without a Task (`_LoopThread.call`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from orbitmq.client import aio
 from orbitmq.client.aio import (
@@ -35,6 +38,7 @@ from orbitmq.client.aio import (
     put_user_property,
     select_by_hash,
 )
+from orbitmq.client.direct_send import Attempt, DirectSender
 from orbitmq.message.model import Message, MessageExt, MessageQueue
 
 T = TypeVar("T")
@@ -66,6 +70,44 @@ __all__ = [
 ]
 
 
+_ON_THE_LOOP = "blocking client methods cannot be called from the client loop; use orbitmq.client.aio"
+
+
+class _Reply(Generic[T]):
+    """One blocking call's outcome, handed from the loop thread to the caller. The caller waits on a
+    lock that the loop releases (one futex wake-up; a concurrent.futures.Future runs a Condition in
+    Python code on both sides, and run_coroutine_threadsafe adds a Task per call)."""
+
+    __slots__ = ("_error", "_future", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._future: asyncio.Future[T] | None = None
+        self._error: BaseException | None = None
+
+    def start(self, begin: Callable[..., asyncio.Future[T]], args: tuple[Any, ...]) -> None:
+        """On the loop."""
+        try:
+            future = begin(*args)
+        except BaseException as exc:  # (validation errors and the like: the caller raises them)
+            self._error = exc
+            self._lock.release()
+            return
+        future.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future[T]) -> None:
+        self._future = future
+        self._lock.release()
+
+    def wait(self) -> T:
+        self._lock.acquire()
+        if self._error is not None:
+            raise self._error
+        assert self._future is not None
+        return self._future.result()  # (its exception, or CancelledError, is raised here)
+
+
 class _LoopThread:
     _lock = threading.Lock()
     _instance: _LoopThread | None = None
@@ -89,10 +131,17 @@ class _LoopThread:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if threading.current_thread() is self.thread:
             coro.close()
-            raise RuntimeError(
-                "blocking client methods cannot be called from the client loop; use orbitmq.client.aio"
-            )
+            raise RuntimeError(_ON_THE_LOOP)
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, begin: Callable[..., asyncio.Future[T]], *args: Any) -> T:
+        """`begin(*args)` on the loop (it starts the work and returns its future), then block until that
+        future is done: no Task, no coroutine, and one lock for the caller to wait on."""
+        if threading.current_thread() is self.thread:
+            raise RuntimeError(_ON_THE_LOOP)
+        reply: _Reply[T] = _Reply()
+        self.loop.call_soon_threadsafe(reply.start, begin, args)
+        return reply.wait()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return self.submit(coro).result(timeout)
@@ -126,6 +175,7 @@ class Producer:
         **options: Any,
     ) -> None:
         self._aio = aio.Producer(group, namesrv_addrs, **options)
+        self._direct = DirectSender(self._aio)
 
     @property
     def group(self) -> str:
@@ -137,8 +187,10 @@ class Producer:
 
     def start(self) -> None:
         _loop().run(self._aio.start())
+        self._direct = DirectSender(self._aio)  # (a restarted producer opens its sockets anew)
 
     def shutdown(self) -> None:
+        self._direct.close()
         _loop().run(self._aio.shutdown())
 
     def __enter__(self) -> Producer:
@@ -157,7 +209,35 @@ class Producer:
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        return _loop().run(self._aio.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg))
+        if queue is not None or selector is not None:
+            return _loop().run(self._aio.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg))
+        loop = _loop()
+        if threading.current_thread() is loop.thread:  # (a blocking socket would stall the loop)
+            raise RuntimeError(_ON_THE_LOOP)
+        producer = self._aio
+        budget = producer.send_timeout if timeout is None else timeout
+        start = producer.clock.monotonic()
+        # The first attempt on this thread when it can be (client/direct_send.py), the rest on the loop.
+        first = self._direct.attempt(msg, budget)
+        if first is None:
+            return loop.call(self._send_soon, msg, timeout)
+        result = first.result
+        if result is not None and (
+            result.status is SendStatus.SEND_OK
+            or not producer.retry_another_broker_when_not_store_ok
+            or producer.retry_times < 1
+        ):
+            return result
+        return loop.call(self._resume_send, msg, first, budget, start)
+
+    def _send_soon(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
+        return self._aio._send_started(msg, timeout=timeout)
+
+    def _resume_send(
+        self, msg: Message, first: Attempt, budget: float, start: float
+    ) -> asyncio.Future[SendResult]:
+        prepared, mq, error = first.prepared, first.mq, first.error
+        return self._aio._resume_send(msg, prepared, mq, budget=budget, start=start, error=error)
 
     def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
         return _loop().run(self._aio.send_orderly(msg, key, timeout=timeout))
@@ -234,6 +314,7 @@ class TransactionProducer(Producer):
         **options: Any,
     ) -> None:
         self._aio = aio.TransactionProducer(group, namesrv_addrs, listener=listener, **options)
+        self._direct = DirectSender(self._aio)
         self._tx = self._aio
 
     def send_message_in_transaction(

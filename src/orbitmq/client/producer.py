@@ -215,6 +215,47 @@ class Producer:
             return await future
         return await self._send_with_retries(msg, budget, 1 + self.retry_times)
 
+    def _send_started(self, msg: Message, *, timeout: float | None = None) -> asyncio.Future[SendResult]:
+        """`send` without a coroutine to await: a future of its SendResult, started now (for callers on
+        another thread, the blocking facade). Same retries as `send`; validation errors are raised at
+        once. Call on the loop."""
+        self._validate(msg)
+        budget = self.send_timeout if timeout is None else timeout
+        future = self._send_soon(msg, budget, 1 + self.retry_times)
+        if future is not None:
+            return future
+        return _GET_RUNNING_LOOP().create_task(self._send_with_retries(msg, budget, 1 + self.retry_times))
+
+    def _resume_send(
+        self,
+        msg: Message,
+        prepared: Prepared,
+        mq: MessageQueue,
+        *,
+        budget: float,
+        start: float,
+        error: Exception | None,
+    ) -> asyncio.Future[SendResult]:
+        """The attempts after a first one made elsewhere (the blocking producer's, on its caller's
+        thread) to `mq`: it failed with `error` (one of ATTEMPT_FAILURES), or was stored but not SEND_OK
+        (`error` None, under retry_another_broker_when_not_store_ok). The same decision and the same retry
+        loop as after a SendCall's first attempt. Call on the loop."""
+        loop = _GET_RUNNING_LOOP()
+        if error is not None and (self.retry_times < 1 or not self._retryable(mq, start, error)):
+            failed: asyncio.Future[SendResult] = loop.create_future()
+            failed.set_exception(error)
+            return failed
+        coro = self._attempts(
+            msg.topic,
+            msg.properties[P.UNIQ_KEY],
+            budget=budget,
+            attempts=1 + self.retry_times,
+            fixed_queue=None,
+            build=lambda queue: (prepared.body, self._header(queue, msg.topic, prepared, msg.flag)),
+            resume=Resume(start, 1, mq.broker_name, error),
+        )
+        return loop.create_task(coro)
+
     async def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
         """Ordered by key: every message with the same key goes to the same queue (hash selector)."""
         return await self.send(msg, timeout=timeout, selector=select_by_hash, arg=key)

@@ -32,6 +32,7 @@ from orbitmq.client.aio import (
     MessageExt,
     Producer,
     PushConsumer,
+    SendStatus,
 )
 from orbitmq.client.config import ClientConfig
 from orbitmq.common.errors import BrokerError
@@ -495,3 +496,41 @@ async def test_push_consumer_with_credentials_and_a_retry(
         assert (b"retry-me", 0) in seen and (b"retry-me", 1) in seen  # redelivered from %RETRY%AclGroup
     finally:
         await consumer.shutdown()
+
+
+async def test_blocking_producer_signs_the_sends_it_makes_on_its_own_thread(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    """The blocking Producer sends from the caller's thread once the route is known
+    (client/direct_send.py): those requests are signed too, and a refusal is raised, not retried."""
+    from orbitmq import Producer as BlockingProducer
+
+    await ensure_topic(namesrv)
+    fast = {"namesrv_addrs": [namesrv.address], "rebalance_interval": 1.0}
+
+    def scenario() -> None:
+        # No retries: a refused attempt on this thread would otherwise be sent again, signed, on the loop.
+        with BlockingProducer(
+            "AclBlocking",
+            config=ClientConfig(**fast),
+            access_key=PRODUCER[0],
+            secret_key=PRODUCER[1],
+            retry_times=0,
+        ) as producer:
+            for i in range(5):
+                assert producer.send(Message.create(TOPIC, f"b{i}")).status is SendStatus.SEND_OK
+            assert len(producer._direct._open) == 1  # the sends after the first left from this thread
+        with BlockingProducer(
+            "AclBlocking2",
+            config=ClientConfig(**fast),
+            access_key=CONSUMER[0],
+            secret_key=CONSUMER[1],
+            retry_times=0,
+        ) as intruder:
+            intruder.send_oneway(Message.create(TOPIC, "routes"))  # (refused quietly: a oneway)
+            for _ in range(2):  # the second one certainly from this thread
+                with pytest.raises(BrokerError) as info:
+                    intruder.send(Message.create(TOPIC, "not allowed"))
+                assert info.value.code == ResponseCode.NO_PERMISSION
+
+    await asyncio.to_thread(scenario)
