@@ -26,14 +26,12 @@ import time
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from orbitmq.client.results import SendResult
-from orbitmq.client.routing import select_queue
 from orbitmq.client.send_call import ATTEMPT_FAILURES
 from orbitmq.client.send_request import Prepared, send_code
 from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
 from orbitmq.message import properties as P
 from orbitmq.message.model import MessageQueue
-from orbitmq.protocol.bodies_core import MASTER_ID
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command
 from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
 from orbitmq.transport.connection import split_address
@@ -87,20 +85,16 @@ class DirectSender:
         caller sends on the loop); else where it went and its result or the error it failed with."""
         producer = self._producer
         instance = producer.instance
-        if self._closed or instance is None or not producer.started or producer.fault.enabled:
+        if self._closed or instance is None or producer.fault.enabled:
             return None
         remoting = instance.api.remoting
         if remoting.ssl is not None:
             return None
-        info = producer.publish_info.get(msg.topic)
-        if info is None or not info.ok:
-            return None
         producer._validate(msg)
-        mq = select_queue(info, None, producer.fault)
-        addrs = instance.broker_addrs.get(mq.broker_name)
-        addr = addrs.get(MASTER_ID) if addrs is not None else None
-        if addr is None:
+        target = producer._cached_target(msg.topic)
+        if target is None:
             return None
+        _, mq, addr = target
         prepared = producer._prepare(msg)
         header = producer._header(mq, msg.topic, prepared, msg.flag)
         request = RemotingCommand.request(send_code(header, False), header, prepared.body)

@@ -367,13 +367,13 @@ class Producer:
             raise ConnectError(f"The broker[{mq.broker_name}] not exist")
         return addr
 
-    def _send_soon(self, msg: Message, budget: float, attempts: int) -> asyncio.Future[SendResult] | None:
-        """The first attempt sent now, without a coroutine (see send_call.py), when the route, master
-        address and an open connection are at hand; None (nothing sent) when one of them needs awaiting."""
+    def _cached_target(self, topic: str) -> tuple[ClientInstance, MessageQueue, str] | None:
+        """The next queue of `topic` and its master's address, when both are at hand without awaiting
+        (a first attempt made without a coroutine); None otherwise. Selecting moves the round robin."""
         instance = self.instance
         if instance is None or not self.started:
             return None
-        info = self.publish_info.get(msg.topic)
+        info = self.publish_info.get(topic)
         if info is None or not info.ok:
             return None
         mq = select_queue(info, None, self.fault)
@@ -382,6 +382,15 @@ class Producer:
         addr = addrs.get(MASTER_ID) if addrs is not None else None
         if addr is None:
             return None
+        return instance, mq, addr
+
+    def _send_soon(self, msg: Message, budget: float, attempts: int) -> asyncio.Future[SendResult] | None:
+        """The first attempt sent now, without a coroutine (see send_call.py), when the route, master
+        address and an open connection are at hand; None (nothing sent) when one of them needs awaiting."""
+        target = self._cached_target(msg.topic)
+        if target is None:
+            return None
+        instance, mq, addr = target
         prepared = self._prepare(msg)
         future: asyncio.Future[SendResult] = _GET_RUNNING_LOOP().create_future()
         call = SendCall(
