@@ -47,15 +47,16 @@ class BusyPoll:
     def arm(self, loop: asyncio.AbstractEventLoop) -> None:
         """Keep `loop` polling until `window` seconds from now."""
         self._deadline = _PERF_COUNTER() + self.window
-        if not self._scheduled:
+        if not self._scheduled or loop is not self._loop:  # (a loop that stopped left its tick behind)
             self._scheduled = True
             self._loop = loop
-            loop.call_soon(self._tick)
+            loop.call_soon(self._tick, loop)
 
-    def _tick(self) -> None:
-        loop = self._loop
-        if loop is not None and _PERF_COUNTER() < self._deadline:
-            loop.call_soon(self._tick)  # a ready callback: the next turn polls with a zero timeout
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:
+            return  # a tick of a loop this poll has left
+        if _PERF_COUNTER() < self._deadline:
+            loop.call_soon(self._tick, loop)  # a ready callback: the next turn polls with a zero timeout
         else:
             self._scheduled = False
 

@@ -18,8 +18,8 @@ class CallbackLoop:
     def __init__(self) -> None:
         self.ready: list[Callable[[], object]] = []
 
-    def call_soon(self, callback: Callable[[], object]) -> None:
-        self.ready.append(callback)
+    def call_soon(self, callback: Callable[..., object], *args: object) -> None:
+        self.ready.append(lambda: callback(*args))
 
     def turn(self) -> int:
         batch, self.ready = self.ready, []
@@ -68,3 +68,13 @@ def test_arming_again_extends_the_window_without_a_second_callback() -> None:
     assert not poll.polling
     poll.arm(cast(Any, loop))  # and it starts again after it stopped
     assert poll.polling and len(loop.ready) == 1
+
+
+def test_arming_on_another_loop_polls_there_even_if_the_first_one_stopped_mid_window() -> None:
+    stopped, fresh = CallbackLoop(), CallbackLoop()
+    poll = BusyPoll(10.0)
+    poll.arm(cast(Any, stopped))  # that loop never runs its tick again
+    poll.arm(cast(Any, fresh))
+    assert len(fresh.ready) == 1 and poll.polling
+    stopped.turn()  # a late tick of the old loop schedules nothing
+    assert stopped.ready == [] and len(fresh.ready) == 1
