@@ -58,6 +58,7 @@ SCRIPTS = {
     "store": "orbitmq.bench.store_bench",
     "broker-smoke": "orbitmq.bench.broker_smoke",
     "spark": "orbitmq.bench.spark_bench",
+    "blocking": "orbitmq.bench.blocking_bench",
 }
 
 
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "a slave: msgs/s and lag), W7 Spark connector (orbitmq bench spark), W8 recovery after SIGKILL, "
         "W9 topic scaling, W10 cold start. What they measure, the peers, how to read the table and the "
         "latest figures: BENCHMARKS.md at the repository root; how to run: bench/README.md. "
-        "Single components, each with its own --help: orbitmq bench codec|store|broker-smoke|spark [ARGS]",
+        "Single components, each with its own --help: "
+        "orbitmq bench codec|store|broker-smoke|spark|blocking [ARGS]",
     )
     p.add_argument("workloads", nargs="*", help="W1..W10, comma-separated, or 'all'")
     p.add_argument("--table-from", type=Path, help="print the table of a saved --json run and exit")

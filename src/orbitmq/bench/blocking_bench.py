@@ -1,0 +1,176 @@
+"""One thread sending one message at a time through a blocking client: orbitmq's `Producer` (the
+README's `from orbitmq import Producer`) against redis-py's synchronous `Redis.xadd`, in the same run.
+
+    orbitmq bench blocking [--messages 10000] [--size 1024] [--rounds 3] [--no-redis]
+
+W1 drives the asyncio clients; many Python programs send from plain threads instead. This starts an
+`orbitmq serve` and a redis-server (the Redis peer's own start-up: appendonly, appendfsync everysec) in
+a temporary directory, then, `--rounds` times and alternating, sends `--messages` bodies of `--size`
+bytes one after the other with each client, after a warm-up of 1,000. It prints each system's median
+rate and the CPU per message of the server and of this process (all its threads: the blocking
+Producer also runs the client's loop thread), and orbitmq's rate over redis-py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orbitmq.bench.cpu import cpu_seconds
+from orbitmq.bench.driver import ServerHandle
+from orbitmq.bench.orbitmq_server import start_orbitmq
+from orbitmq.bench.peers import default_peers_dir, load_peer
+from orbitmq.bench.raw_driver import RawDriver
+
+TOPIC = "BlockingBench"
+WARM_UP = 1000
+
+
+@dataclass
+class Round:
+    rate: float  # msgs/s
+    server_us: float  # server CPU per message
+    client_us: float  # this process's CPU per message
+
+
+@dataclass
+class System:
+    name: str
+    rounds: list[Round] = field(default_factory=list)
+
+    def median(self) -> Round:
+        """The round with the median rate (its CPU figures with it)."""
+        ordered = sorted(self.rounds, key=lambda r: r.rate)
+        return ordered[(len(ordered) - 1) // 2]
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(send: Callable[[], object], count: int, server_pids: Sequence[int]) -> Round:
+    """`count` calls of `send`, one after the other: the rate and both sides' CPU per call."""
+
+    def server_cpu() -> float:
+        return sum(cpu_seconds(pid) or 0.0 for pid in server_pids)
+
+    server_before, own_before = server_cpu(), _own_cpu()
+    started = time.perf_counter()
+    for _ in range(count):
+        send()
+    wall = time.perf_counter() - started
+    server, own = server_cpu() - server_before, _own_cpu() - own_before
+    return Round(count / wall, server / count * 1e6, own / count * 1e6)
+
+
+def report(systems: Sequence[System]) -> list[str]:
+    """The printed lines: one per system, then orbitmq's rate over each other system's."""
+    lines = [f"{'system':<24}{'msgs/s':>10}{'server µs/msg':>15}{'client µs/msg':>15}  rounds (msgs/s)"]
+    for s in systems:
+        m = s.median()
+        rounds = ", ".join(f"{r.rate:,.0f}" for r in s.rounds)
+        lines.append(f"{s.name:<24}{m.rate:>10,.0f}{m.server_us:>15.0f}{m.client_us:>15.0f}  {rounds}")
+    ours = systems[0].median().rate
+    for other in systems[1:]:
+        lines.append(f"{systems[0].name} / {other.name}: {ours / other.median().rate:.2f}")
+    return lines
+
+
+def _orbitmq_sender(namesrv: str, body: bytes) -> tuple[Callable[[], object], Callable[[], None]]:
+    from orbitmq import Message, Producer
+
+    producer = Producer("bench_blocking", namesrv)
+    producer.start()
+
+    def send() -> object:
+        return producer.send(Message(TOPIC, body))
+
+    return send, producer.shutdown
+
+
+def _redis_sender(address: str, body: bytes) -> tuple[Callable[[], object], Callable[[], None]]:
+    import redis
+
+    host, _, port = address.rpartition(":")
+    client = redis.Redis(host=host, port=int(port))
+
+    def send() -> object:
+        return client.xadd(TOPIC, {"b": body}, maxlen=100_000, approximate=True)
+
+    return send, client.close
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="orbitmq bench blocking",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-redis", action="store_true", help="orbitmq only")
+    args = parser.parse_args(argv)
+    body = b"x" * args.size
+    workdir = Path(tempfile.mkdtemp(prefix="orbitmq-blocking-bench-"))
+    servers: list[ServerHandle] = []
+    closers: list[Callable[[], None]] = []
+    try:
+        orbitmq_server = start_orbitmq(workdir / "orbitmq")
+        servers.append(orbitmq_server)
+
+        async def create_topic() -> None:
+            admin = RawDriver(orbitmq_server.address)
+            await admin.open()
+            try:
+                await admin.create_topic(TOPIC, 8)
+            finally:
+                await admin.close()
+
+        asyncio.run(create_topic())
+        send, close = _orbitmq_sender(orbitmq_server.address, body)
+        closers.append(close)
+        # (name, send, server pids)
+        contenders: list[tuple[str, Callable[[], object], list[int]]] = [
+            ("orbitmq Producer", send, orbitmq_server.pids)
+        ]
+        if not args.no_redis:
+            if shutil.which("redis-server") is None:
+                print("redis-server is not installed: orbitmq only (bench/peers/install.sh installs it)")
+            else:
+                peer = load_peer("redis", default_peers_dir())
+                (workdir / "redis").mkdir()
+                redis_server: ServerHandle = peer.start_server(workdir / "redis")
+                servers.append(redis_server)
+                send, close = _redis_sender(redis_server.address, body)
+                closers.append(close)
+                contenders.append(("redis-py Redis.xadd", send, redis_server.pids))
+        systems = [System(name) for name, _, _ in contenders]
+        for _, send, _ in contenders:
+            for _ in range(WARM_UP):
+                send()
+        for _ in range(args.rounds):  # alternating: each round measures every system once
+            for system, (_, send, pids) in zip(systems, contenders, strict=True):
+                system.rounds.append(measure(send, args.messages, pids))
+    finally:
+        for close in reversed(closers):
+            close()
+        for server in reversed(servers):
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\none thread, {args.messages:,} sends of {args.size} B per round, {args.rounds} rounds, medians")
+    for line in report(systems):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+"""`orbitmq bench blocking`'s figures: the median round of each system and orbitmq's ratio."""
+
+from __future__ import annotations
+
+from orbitmq.bench.blocking_bench import Round, System, measure, report
+
+
+def test_the_median_round_carries_its_own_cpu_and_the_ratio_is_of_medians() -> None:
+    ours = System("orbitmq Producer", [Round(7000, 70, 55), Round(8000, 68, 54), Round(6000, 80, 60)])
+    theirs = System("redis-py", [Round(9000, 40, 60), Round(10_000, 41, 61)])
+    assert ours.median() == Round(7000, 70, 55)
+    assert theirs.median() == Round(9000, 40, 60)  # of two: the lower (no invented average)
+    lines = report([ours, theirs])
+    assert lines[1].split()[:5] == ["orbitmq", "Producer", "7,000", "70", "55"]
+    assert lines[-1] == "orbitmq Producer / redis-py: 0.78"
+
+
+def test_measure_counts_calls_and_cpu_per_call() -> None:
+    calls = []
+    result = measure(lambda: calls.append(1), 500, [])
+    assert len(calls) == 500 and result.rate > 0 and result.server_us == 0.0 and result.client_us >= 0.0
