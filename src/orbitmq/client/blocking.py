@@ -6,9 +6,9 @@ loop for every blocking client; a listener given to a blocking PushConsumer runs
 thread pool (or on the loop, when it is a coroutine function).
 
 This module only forwards calls; behaviour lives in the asyncio classes. One exception, for speed:
-`Producer.send` makes its first attempt on the caller's own thread when the route is known
-(client/direct_send.py: two thread wake-ups per message saved), and hands anything else, and any
-retry, to the loop, started there without a Task (`_LoopThread.call`).
+`Producer.send` makes its first attempt, and `send_oneway` its write, on the caller's own thread when
+the route is known (client/direct_send.py: two thread wake-ups per message saved), and hand anything
+else, and any retry, to the loop, started there without a Task (`_LoopThread.call`).
 """
 
 from __future__ import annotations
@@ -265,6 +265,12 @@ class Producer:
         return future
 
     def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
+        if queue is None:
+            loop = _loop()
+            if threading.current_thread() is loop.thread:
+                raise RuntimeError(_ON_THE_LOOP)
+            if self._direct.oneway(msg):  # written on this thread (client/direct_send.py)
+                return
         _loop().run(self._aio.send_oneway(msg, queue=queue))
 
     def request(self, msg: Message, timeout: float = 3.0) -> MessageExt:

@@ -1,4 +1,5 @@
-"""The blocking producer's first attempt, sent and awaited on the caller's own thread.
+"""The blocking producer's first attempt, sent and awaited on the caller's own thread (and its oneway
+sends, written there).
 
 The blocking facade runs the asyncio client on one background loop thread. A send handed to that
 thread and its answer handed back cost two thread wake-ups (and the GIL passed back and forth) per
@@ -6,9 +7,10 @@ message: on a VM whose idle vCPUs halt, that doubled a send's round trip. So whe
 needs is at hand (the topic's route and master address, no latency fault tolerance, no TLS), the
 blocking `Producer.send` makes its first attempt here: the same queue selection, prepared message and
 header as the asyncio path, written to a blocking socket of the calling thread (one per broker address)
-and answered on it. Anything else is sent on the loop (`Producer._send_started`), and a failed attempt
-is retried there (`Producer._resume_send`, with the attempts that remain), as the asyncio client's own
-first attempts are.
+and answered on it; `send_oneway` writes there and returns. Anything else is sent on the loop
+(`Producer._send_started`), and a failed attempt is retried there (`Producer._resume_send`, with the
+attempts that remain), as the asyncio client's own first attempts are; a oneway write that failed is
+sent again on the loop (the broker drops a frame cut short).
 
 Sockets belong to the thread that opened them (a thread-local table). They are closed by `close()` (the
 producer's shutdown), when one fails, and, for threads that ended, whenever another thread opens one (so
@@ -83,23 +85,10 @@ class DirectSender:
     def attempt(self, msg: Message, budget: float) -> Attempt | None:
         """The first attempt, on this thread. None when it cannot be made here (nothing was sent: the
         caller sends on the loop); else where it went and its result or the error it failed with."""
-        producer = self._producer
-        instance = producer.instance
-        if self._closed or instance is None or producer.fault.enabled:
+        built = self._build(msg, oneway=False)
+        if built is None:
             return None
-        remoting = instance.api.remoting
-        if remoting.ssl is not None:
-            return None
-        producer._validate(msg)
-        target = producer._cached_target(msg.topic)
-        if target is None:
-            return None
-        _, mq, addr = target
-        prepared = producer._prepare(msg)
-        header = producer._header(mq, msg.topic, prepared, msg.flag)
-        request = RemotingCommand.request(send_code(header, False), header, prepared.body)
-        if remoting.rpc_hook is not None:
-            remoting.rpc_hook(request)
+        mq, addr, prepared, request = built
         try:
             line = self._line(addr, budget)
             try:
@@ -114,7 +103,52 @@ class DirectSender:
             return Attempt(mq, prepared, None, exc)
         return Attempt(mq, prepared, result, None)
 
+    def oneway(self, msg: Message) -> bool:
+        """Fire and forget on this thread: True once written; False when it cannot be sent here or the
+        write failed (the caller sends on the loop then: a frame cut short is dropped by the broker)."""
+        built = self._build(msg, oneway=True)
+        if built is None:
+            return False
+        _, addr, _, request = built
+        timeout = self._producer.send_timeout
+        try:
+            line = self._line(addr, timeout)
+        except ConnectError:
+            return False
+        try:
+            line.sock.settimeout(timeout)
+            line.sock.sendall(b"".join(encode_command(request)))
+        except OSError:
+            self._drop(addr, line)
+            return False
+        line.last_used = time.monotonic()
+        return True
+
     # ---- internals --------------------------------------------------------------------------
+
+    def _build(
+        self, msg: Message, *, oneway: bool
+    ) -> tuple[MessageQueue, str, Prepared, RemotingCommand] | None:
+        """The queue, address, prepared message and signed request of a send made on this thread; None
+        when it cannot be made here."""
+        producer = self._producer
+        instance = producer.instance
+        if self._closed or instance is None or producer.fault.enabled:
+            return None
+        remoting = instance.api.remoting
+        if remoting.ssl is not None:
+            return None
+        producer._validate(msg)
+        target = producer._cached_target(msg.topic)
+        if target is None:
+            return None
+        _, mq, addr = target
+        prepared = producer._prepare(msg)
+        header = producer._header(mq, msg.topic, prepared, msg.flag)
+        request = RemotingCommand.request(send_code(header, False), header, prepared.body, oneway=oneway)
+        if remoting.rpc_hook is not None:
+            remoting.rpc_hook(request)
+        return mq, addr, prepared, request
 
     def _line(self, addr: str, timeout: float) -> _Line:
         lines: dict[str, _Line] | None = getattr(self._local, "lines", None)

@@ -118,3 +118,35 @@ async def test_a_blocking_send_from_the_client_loop_is_refused(
             producer.shutdown()
 
     await asyncio.to_thread(scenario)
+
+
+async def test_oneway_sends_leave_from_the_callers_thread_and_a_broken_socket_falls_back(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    topic = unique("DirectOneway")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=QUEUES)
+        producer = Producer(unique("DPO"), config=client_config(namesrv))
+
+        def scenario() -> None:
+            producer.start()
+            try:
+                producer.send(Message.create(topic, "routes"))
+                for i in range(200):
+                    producer.send_oneway(Message.create(topic, f"o{i}"))
+                [sock] = producer._direct._open  # written from this thread
+                sock.shutdown(socket.SHUT_RDWR)
+                producer.send_oneway(Message.create(topic, "after the break"))  # through the loop
+                assert sock not in producer._direct._open
+            finally:
+                producer.shutdown()
+
+        await asyncio.to_thread(scenario)
+        wanted = sorted(["routes", "after the break"] + [f"o{i}" for i in range(200)])
+        bodies: list[str] = []
+        for _ in range(100):  # oneway: stored without an answer, so read until all came
+            bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
+            if len(bodies) >= len(wanted):
+                break
+            await asyncio.sleep(0.1)
+        assert bodies == wanted
