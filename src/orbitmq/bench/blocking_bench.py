@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
+import os
 import shutil
 import tempfile
 import time
@@ -51,23 +51,21 @@ class System:
         return ordered[(len(ordered) - 1) // 2]
 
 
-def _own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(send: Callable[[], object], count: int, server_pids: Sequence[int]) -> Round:
     """`count` calls of `send`, one after the other: the rate and both sides' CPU per call."""
 
     def server_cpu() -> float:
         return sum(cpu_seconds(pid) or 0.0 for pid in server_pids)
 
-    server_before, own_before = server_cpu(), _own_cpu()
+    def own_cpu() -> float:  # (every thread of this process: the blocking Producer's loop thread too)
+        return cpu_seconds(os.getpid()) or 0.0
+
+    server_before, own_before = server_cpu(), own_cpu()
     started = time.perf_counter()
     for _ in range(count):
         send()
     wall = time.perf_counter() - started
-    server, own = server_cpu() - server_before, _own_cpu() - own_before
+    server, own = server_cpu() - server_before, own_cpu() - own_before
     return Round(count / wall, server / count * 1e6, own / count * 1e6)
 
 

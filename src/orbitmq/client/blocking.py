@@ -128,17 +128,21 @@ class _LoopThread:
                 cls._instance = cls()
             return cls._instance
 
+    def refuse_on_loop(self) -> None:
+        """Blocking calls wait for the loop (or block on a socket): on the loop itself they would stall it."""
+        if threading.current_thread() is self.thread:
+            raise RuntimeError(_ON_THE_LOOP)
+
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError(_ON_THE_LOOP)
+            coro.close()  # (never awaited: no "coroutine was never awaited" warning)
+        self.refuse_on_loop()
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def call(self, begin: Callable[..., asyncio.Future[T]], *args: Any) -> T:
         """`begin(*args)` on the loop (it starts the work and returns its future), then block until that
         future is done: no Task, no coroutine, and one lock for the caller to wait on."""
-        if threading.current_thread() is self.thread:
-            raise RuntimeError(_ON_THE_LOOP)
+        self.refuse_on_loop()
         reply: _Reply[T] = _Reply()
         self.loop.call_soon_threadsafe(reply.start, begin, args)
         return reply.wait()
@@ -212,8 +216,7 @@ class Producer:
         if queue is not None or selector is not None:
             return _loop().run(self._aio.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg))
         loop = _loop()
-        if threading.current_thread() is loop.thread:  # (a blocking socket would stall the loop)
-            raise RuntimeError(_ON_THE_LOOP)
+        loop.refuse_on_loop()  # (before a blocking socket is used on this thread)
         producer = self._aio
         budget = producer.send_timeout if timeout is None else timeout
         start = producer.clock.monotonic()
@@ -266,9 +269,7 @@ class Producer:
 
     def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
         if queue is None:
-            loop = _loop()
-            if threading.current_thread() is loop.thread:
-                raise RuntimeError(_ON_THE_LOOP)
+            _loop().refuse_on_loop()
             if self._direct.oneway(msg):  # written on this thread (client/direct_send.py)
                 return
         _loop().run(self._aio.send_oneway(msg, queue=queue))

@@ -34,8 +34,7 @@ from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
 from orbitmq.message import properties as P
 from orbitmq.message.model import MessageQueue
-from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command
-from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE
+from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.transport.connection import split_address
 
 if TYPE_CHECKING:
@@ -89,10 +88,13 @@ class DirectSender:
         if built is None:
             return None
         mq, addr, prepared, request = built
+        instance = self._producer.instance
+        assert instance is not None  # (_build returns None without one)
+        max_frame = instance.api.remoting.max_frame_size  # the same frame limit as on the loop
         try:
             line = self._line(addr, budget)
             try:
-                response = self._exchange(line.sock, request, budget)
+                response = self._exchange(line.sock, request, budget, max_frame)
             except BaseException:
                 self._drop(addr, line)
                 raise
@@ -117,7 +119,7 @@ class DirectSender:
             return False
         try:
             line.sock.settimeout(timeout)
-            line.sock.sendall(b"".join(encode_command(request)))
+            line.sock.sendall(encode_command_bytes(request))
         except OSError:
             self._drop(addr, line)
             return False
@@ -186,13 +188,16 @@ class DirectSender:
         line.sock.close()
 
     @staticmethod
-    def _exchange(sock: socket.socket, request: RemotingCommand, timeout: float) -> RemotingCommand:
+    def _exchange(
+        sock: socket.socket, request: RemotingCommand, timeout: float, max_frame: int
+    ) -> RemotingCommand:
+        """`request` written, its answer read (no longer than the client's frame limit, as on the loop)."""
         sock.settimeout(timeout)
         try:
-            sock.sendall(b"".join(encode_command(request)))
+            sock.sendall(encode_command_bytes(request))
             head = _read(sock, 4)
             (length,) = _LENGTH.unpack(head)
-            if not 0 < length <= DEFAULT_MAX_FRAME_SIZE:
+            if not 0 < length <= max_frame:
                 raise RemoteProtocolError(f"bad frame length {length}")
             response = decode_command(_read(sock, length))
         except TimeoutError:
