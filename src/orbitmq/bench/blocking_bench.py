@@ -7,8 +7,9 @@ W1 drives the asyncio clients; many Python programs send from plain threads inst
 `orbitmq serve` and a redis-server (the Redis peer's own start-up: appendonly, appendfsync everysec) in
 a temporary directory, then, `--rounds` times and alternating, sends `--messages` bodies of `--size`
 bytes one after the other with each client, after a warm-up of 1,000. It prints each system's median
-rate and the CPU per message of the server and of this process (all its threads: the blocking
-Producer also runs the client's loop thread), and orbitmq's rate over redis-py's.
+rate, the CPU per message of the server and of this process (all its threads: the blocking
+Producer also runs the client's loop thread), the run-queue wait of each (share of the round, server /
+this process), and orbitmq's rate over redis-py's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orbitmq.bench.cpu import cpu_seconds
+from orbitmq.bench.cpu import cpu_seconds, thread_wait_seconds
 from orbitmq.bench.driver import ServerHandle
 from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.peers import default_peers_dir, load_peer
@@ -38,6 +39,7 @@ class Round:
     rate: float  # msgs/s
     server_us: float  # server CPU per message
     client_us: float  # this process's CPU per message
+    wait: tuple[float, float] = (0.0, 0.0)  # run-queue wait, share of the round: server, this process
 
 
 @dataclass
@@ -60,22 +62,33 @@ def measure(send: Callable[[], object], count: int, server_pids: Sequence[int]) 
     def own_cpu() -> float:  # (every thread of this process: the blocking Producer's loop thread too)
         return cpu_seconds(os.getpid()) or 0.0
 
-    server_before, own_before = server_cpu(), own_cpu()
+    def waits() -> tuple[float, float]:  # run-queue waits, all threads: the box is shared
+        server = sum(thread_wait_seconds(pid) or 0.0 for pid in server_pids)
+        return server, thread_wait_seconds(os.getpid()) or 0.0
+
+    server_before, own_before, waits_before = server_cpu(), own_cpu(), waits()
     started = time.perf_counter()
     for _ in range(count):
         send()
     wall = time.perf_counter() - started
     server, own = server_cpu() - server_before, own_cpu() - own_before
-    return Round(count / wall, server / count * 1e6, own / count * 1e6)
+    waited = tuple((after - before) / wall for after, before in zip(waits(), waits_before, strict=True))
+    return Round(count / wall, server / count * 1e6, own / count * 1e6, (waited[0], waited[1]))
 
 
 def report(systems: Sequence[System]) -> list[str]:
     """The printed lines: one per system, then orbitmq's rate over each other system's."""
-    lines = [f"{'system':<24}{'msgs/s':>10}{'server µs/msg':>15}{'client µs/msg':>15}  rounds (msgs/s)"]
+    lines = [
+        f"{'system':<24}{'msgs/s':>10}{'server µs/msg':>15}{'client µs/msg':>15}{'rq wait %':>11}"
+        "  rounds (msgs/s)"
+    ]
     for s in systems:
         m = s.median()
         rounds = ", ".join(f"{r.rate:,.0f}" for r in s.rounds)
-        lines.append(f"{s.name:<24}{m.rate:>10,.0f}{m.server_us:>15.0f}{m.client_us:>15.0f}  {rounds}")
+        wait = f"{m.wait[0] * 100:.0f}/{m.wait[1] * 100:.0f}"
+        lines.append(
+            f"{s.name:<24}{m.rate:>10,.0f}{m.server_us:>15.0f}{m.client_us:>15.0f}{wait:>11}  {rounds}"
+        )
     ours = systems[0].median().rate
     for other in systems[1:]:
         lines.append(f"{systems[0].name} / {other.name}: {ours / other.median().rate:.2f}")

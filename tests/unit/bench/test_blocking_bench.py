@@ -6,12 +6,14 @@ from orbitmq.bench.blocking_bench import Round, System, measure, report
 
 
 def test_the_median_round_carries_its_own_cpu_and_the_ratio_is_of_medians() -> None:
-    ours = System("orbitmq Producer", [Round(7000, 70, 55), Round(8000, 68, 54), Round(6000, 80, 60)])
+    ours = System(
+        "orbitmq Producer", [Round(7000, 70, 55, (0.02, 0.05)), Round(8000, 68, 54), Round(6000, 80, 60)]
+    )
     theirs = System("redis-py", [Round(9000, 40, 60), Round(10_000, 41, 61)])
-    assert ours.median() == Round(7000, 70, 55)
+    assert ours.median() == Round(7000, 70, 55, (0.02, 0.05))
     assert theirs.median() == Round(9000, 40, 60)  # of two: the lower (no invented average)
     lines = report([ours, theirs])
-    assert lines[1].split()[:5] == ["orbitmq", "Producer", "7,000", "70", "55"]
+    assert lines[1].split()[:6] == ["orbitmq", "Producer", "7,000", "70", "55", "2/5"]
     assert lines[-1] == "orbitmq Producer / redis-py: 0.78"
 
 
