@@ -101,6 +101,7 @@ class BrokerApp:
             limits=server_limits(config),
             processor_wrapper=guard_names,
             busy_poll_micros=config.server_busy_poll_micros,
+            idle_timeout=float(idle) if (idle := config.server_channel_max_idle_time_seconds) > 0 else None,
         )
         self.outbound = RemotingClient(
             name=f"broker {config.broker_name} outbound",

@@ -153,6 +153,8 @@ class BrokerConfig:
     server_max_inflight_per_connection: int = 4096
     server_turn_budget_millis: int = 5
     server_max_unsupported_logged: int = 4096
+    # A connection without traffic for this long is closed (RocketMQ's NettyServerConfig key); 0 = never.
+    server_channel_max_idle_time_seconds: int = 120
     # µs the broker's loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
     # 0 = off. CPU for latency: the operator's choice.
     server_busy_poll_micros: int = 0

@@ -213,37 +213,45 @@ class Producer:
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        if queue is not None or selector is not None:
-            return _loop().run(self._aio.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg))
         loop = _loop()
         loop.refuse_on_loop()  # (before a blocking socket is used on this thread)
         producer = self._aio
+        if selector is not None and queue is None:
+            # Chosen on this thread from the cached route (the selector is called once, here or there).
+            queue = self._direct.choose(msg, selector, arg)
+            if queue is None:
+                return loop.run(producer.send(msg, timeout=timeout, selector=selector, arg=arg))
         budget = producer.send_timeout if timeout is None else timeout
         start = producer.clock.monotonic()
         # The first attempt on this thread when it can be (client/direct_send.py), the rest on the loop.
-        first = self._direct.attempt(msg, budget)
+        first = self._direct.attempt(msg, budget, queue)
         if first is None:
+            if queue is not None:
+                return loop.run(producer.send(msg, timeout=timeout, queue=queue))
             return loop.call(self._send_soon, msg, timeout)
         result = first.result
         if result is not None and (
-            result.status is SendStatus.SEND_OK
+            queue is not None  # a chosen queue gets no other attempt
+            or result.status is SendStatus.SEND_OK
             or not producer.retry_another_broker_when_not_store_ok
             or producer.retry_times < 1
         ):
             return result
-        return loop.call(self._resume_send, msg, first, budget, start)
+        return loop.call(self._resume_send, msg, first, budget, start, queue is not None)
 
     def _send_soon(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
         return self._aio._send_started(msg, timeout=timeout)
 
     def _resume_send(
-        self, msg: Message, first: Attempt, budget: float, start: float
+        self, msg: Message, first: Attempt, budget: float, start: float, chosen: bool
     ) -> asyncio.Future[SendResult]:
         prepared, mq, error = first.prepared, first.mq, first.error
-        return self._aio._resume_send(msg, prepared, mq, budget=budget, start=start, error=error)
+        return self._aio._resume_send(
+            msg, prepared, mq, budget=budget, start=start, error=error, chosen=chosen
+        )
 
     def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
-        return _loop().run(self._aio.send_orderly(msg, key, timeout=timeout))
+        return self.send(msg, timeout=timeout, selector=select_by_hash, arg=key)
 
     def send_async(
         self,

@@ -104,6 +104,15 @@ class ClientConfig:
     # orbitmq's own: µs the client's loop keeps polling after each request instead of sleeping until
     # the answer (transport/busy_poll.py). 0 = off; it trades CPU for round-trip latency.
     busy_poll_us: float = 0.0
+    # orbitmq's own: seconds one of the blocking Producer's own sockets (client/direct_send.py) may sit
+    # idle; an older one is closed and opened anew before use. Keep it under the broker's
+    # serverChannelMaxIdleTimeSeconds (120 s), after which the broker closes an idle connection.
+    direct_socket_max_idle: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.direct_socket_max_idle > 0:  # (also refuses NaN)
+            value = self.direct_socket_max_idle
+            raise ClientError(f"direct_socket_max_idle must be a number of seconds above 0, got {value!r}")
 
     def set_security(
         self,

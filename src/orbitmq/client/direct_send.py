@@ -12,11 +12,16 @@ and answered on it; `send_oneway` writes there and returns. Anything else is sen
 attempts that remain), as the asyncio client's own first attempts are; a oneway write that failed is
 sent again on the loop (the broker drops a frame cut short).
 
-Sockets belong to the thread that opened them (a thread-local table). They are closed by `close()` (the
-producer's shutdown), when one fails, and, for threads that ended, whenever another thread opens one (so
-short-lived sending threads leave at most one socket per live thread and broker). One that sat idle
-longer than the broker lets a connection sit (`IDLE_REOPEN`) is reopened before it is used: the broker
-may have closed it.
+Sockets belong to the thread that opened them (a thread-local table); a sweep may close one only
+while its thread is not using it. They are closed by `close()` (the producer's shutdown) and when one
+fails. Whenever a thread opens a socket, the sockets of threads that ended, those to an address no
+route names any more (a broker that moved), and those idle longer than `ClientConfig.direct_socket_max_idle`
+are closed: short-lived sending threads and moved brokers leave no sockets behind. A thread finding its
+own socket idle that long (the broker may have closed it: it closes a connection idle for 120 s) or
+swept opens another.
+
+A send to a chosen queue (`send(queue=...)`, `send(selector=...)`, `send_orderly`) is made here too, the
+selector called on the caller's thread; as on the loop, it gets no other attempt.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import socket
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from orbitmq.client.producer import chosen_queue
 from orbitmq.client.results import SendResult
 from orbitmq.client.send_call import ATTEMPT_FAILURES
-from orbitmq.client.send_request import Prepared, send_code
+from orbitmq.client.send_request import MessageQueueSelector, Prepared, send_code
 from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
 from orbitmq.message import properties as P
@@ -41,9 +47,9 @@ if TYPE_CHECKING:
     from orbitmq.client.producer import Producer
     from orbitmq.message.model import Message
 
-# Brokers close a connection idle for 120 s (RocketMQ's channel idle time): reopen well before that.
-IDLE_REOPEN: Final = 60.0
 _LENGTH: Final = struct.Struct(">i")
+# Seconds a socket may rest before it is looked at (one peek) ahead of its next use.
+_LOOK_AFTER_IDLE: Final = 1.0
 
 
 class Attempt(NamedTuple):
@@ -57,13 +63,18 @@ class Attempt(NamedTuple):
 
 
 class _Line:
-    """One thread's blocking connection to one broker."""
+    """One thread's blocking connection to one broker. `busy` and `closed` change under the sender's
+    lock: a sweep closes a line only while its thread is not using it."""
 
-    __slots__ = ("last_used", "sock")
+    __slots__ = ("addr", "busy", "closed", "last_used", "sock", "thread")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, addr: str) -> None:
         self.sock = sock
+        self.addr = addr
+        self.thread = threading.current_thread()
         self.last_used = time.monotonic()
+        self.busy = False
+        self.closed = False
 
 
 class DirectSender:
@@ -71,20 +82,33 @@ class DirectSender:
         self._producer = producer
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._open: dict[socket.socket, threading.Thread] = {}  # every open socket and its thread
+        self._open: dict[socket.socket, _Line] = {}  # every open socket
         self._closed = False
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            sockets, self._open = self._open, {}
-        for sock in sockets:
-            sock.close()
+            lines, self._open = list(self._open.values()), {}
+            for line in lines:
+                line.closed = True
+        for line in lines:
+            line.sock.close()
 
-    def attempt(self, msg: Message, budget: float) -> Attempt | None:
-        """The first attempt, on this thread. None when it cannot be made here (nothing was sent: the
-        caller sends on the loop); else where it went and its result or the error it failed with."""
-        built = self._build(msg, oneway=False)
+    def choose(self, msg: Message, selector: MessageQueueSelector, arg: Any) -> MessageQueue | None:
+        """`selector`'s queue, chosen on this thread from the cached route; None when the route is not
+        at hand (nothing was called: the loop chooses then)."""
+        producer = self._producer
+        info = producer.publish_info.get(msg.topic)
+        if self._closed or producer.instance is None or not producer.started or info is None or not info.ok:
+            return None
+        producer._validate(msg)
+        return chosen_queue(info, msg, selector, arg)
+
+    def attempt(self, msg: Message, budget: float, queue: MessageQueue | None = None) -> Attempt | None:
+        """The first attempt, on this thread (to `queue` when given, else the next queue of the round
+        robin). None when it cannot be made here (nothing was sent: the caller sends on the loop); else
+        where it went and its result or the error it failed with."""
+        built = self._build(msg, oneway=False, queue=queue)
         if built is None:
             return None
         mq, addr, prepared, request = built
@@ -92,13 +116,13 @@ class DirectSender:
         assert instance is not None  # (_build returns None without one)
         max_frame = instance.api.remoting.max_frame_size  # the same frame limit as on the loop
         try:
-            line = self._line(addr, budget)
+            line = self._take(addr, budget, instance.config.direct_socket_max_idle)
             try:
                 response = self._exchange(line.sock, request, budget, max_frame)
             except BaseException:
-                self._drop(addr, line)
+                self._drop(line)
                 raise
-            line.last_used = time.monotonic()
+            self._release(line)
             msg_id = msg.properties[P.UNIQ_KEY]
             result = send_result(response, addr, mq.broker_name, mq.topic, msg_id, sent_to=mq)
         except ATTEMPT_FAILURES as exc:
@@ -108,43 +132,52 @@ class DirectSender:
     def oneway(self, msg: Message) -> bool:
         """Fire and forget on this thread: True once written; False when it cannot be sent here or the
         write failed (the caller sends on the loop then: a frame cut short is dropped by the broker)."""
-        built = self._build(msg, oneway=True)
+        built = self._build(msg, oneway=True, queue=None)
         if built is None:
             return False
         _, addr, _, request = built
+        instance = self._producer.instance
+        assert instance is not None
         timeout = self._producer.send_timeout
         try:
-            line = self._line(addr, timeout)
+            line = self._take(addr, timeout, instance.config.direct_socket_max_idle)
         except ConnectError:
             return False
         try:
             line.sock.settimeout(timeout)
             line.sock.sendall(encode_command_bytes(request))
         except OSError:
-            self._drop(addr, line)
+            self._drop(line)
             return False
-        line.last_used = time.monotonic()
+        self._release(line)
         return True
 
     # ---- internals --------------------------------------------------------------------------
 
     def _build(
-        self, msg: Message, *, oneway: bool
+        self, msg: Message, *, oneway: bool, queue: MessageQueue | None
     ) -> tuple[MessageQueue, str, Prepared, RemotingCommand] | None:
         """The queue, address, prepared message and signed request of a send made on this thread; None
         when it cannot be made here."""
         producer = self._producer
         instance = producer.instance
-        if self._closed or instance is None or producer.fault.enabled:
+        if self._closed or instance is None or not producer.started or producer.fault.enabled:
             return None
         remoting = instance.api.remoting
         if remoting.ssl is not None:
             return None
         producer._validate(msg)
-        target = producer._cached_target(msg.topic)
-        if target is None:
-            return None
-        _, mq, addr = target
+        if queue is None:
+            target = producer._cached_target(msg.topic)
+            if target is None:
+                return None
+            _, mq, addr = target
+        else:
+            mq = queue
+            master = instance.master_address(mq.broker_name)
+            if master is None:
+                return None
+            addr = master
         prepared = producer._prepare(msg)
         header = producer._header(mq, msg.topic, prepared, msg.flag)
         request = RemotingCommand.request(send_code(header, False), header, prepared.body, oneway=oneway)
@@ -152,38 +185,76 @@ class DirectSender:
             remoting.rpc_hook(request)
         return mq, addr, prepared, request
 
-    def _line(self, addr: str, timeout: float) -> _Line:
+    def _take(self, addr: str, timeout: float, max_idle: float) -> _Line:
+        """This thread's line to `addr`, marked busy (a sweep leaves it alone until `_release`)."""
         lines: dict[str, _Line] | None = getattr(self._local, "lines", None)
         if lines is None:
             lines = self._local.lines = {}
         line = lines.get(addr)
-        if line is not None and time.monotonic() - line.last_used < IDLE_REOPEN:
-            return line
         if line is not None:
-            self._drop(addr, line)
+            idle = time.monotonic() - line.last_used
+            # A socket that rested may have been closed by the broker (restarted, or idle-closed): look
+            # before writing, so that a send the broker never saw is not failed (or, to a chosen queue,
+            # raised) for it. A busy sender does not pay for the look.
+            usable = idle < max_idle and (idle < _LOOK_AFTER_IDLE or _open_at_peer(line.sock))
+            with self._lock:
+                if usable and not line.closed:
+                    line.busy = True
+                    return line
+            self._drop(line)  # idle too long, closed by the broker, or swept
         host, port = split_address(addr)
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise ConnectError(f"connect to {addr} failed: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        line = _Line(sock, addr)
+        line.busy = True
+        swept = self._sweep(max_idle)
         with self._lock:
             if self._closed:
                 sock.close()
                 raise ConnectError("the producer is shut down")
-            for other, thread in list(self._open.items()):
-                if not thread.is_alive():  # its thread ended: nobody will use or close it
-                    del self._open[other]
-                    other.close()
-            self._open[sock] = threading.current_thread()
-        line = lines[addr] = _Line(sock)
+            self._open[sock] = line
+        for other in swept:
+            other.sock.close()
+        lines[addr] = line
         return line
 
-    def _drop(self, addr: str, line: _Line) -> None:
-        lines: dict[str, _Line] = self._local.lines
-        if lines.get(addr) is line:
-            del lines[addr]
+    def _sweep(self, max_idle: float) -> list[_Line]:
+        """Take out the lines nobody will use again (their thread ended, their address left every
+        route) and those idle longer than `max_idle` (their thread would open another); return them
+        to be closed."""
+        instance = self._producer.instance
+        # (list() of a dict is one C call: no other thread changes it meanwhile)
+        routed = (
+            {a for addrs in list(instance.broker_addrs.values()) for a in list(addrs.values())}
+            if instance
+            else set()
+        )
+        stale_before = time.monotonic() - max_idle
+        swept: list[_Line] = []
         with self._lock:
+            for sock, line in list(self._open.items()):
+                if line.busy:
+                    continue
+                if not line.thread.is_alive() or line.addr not in routed or line.last_used < stale_before:
+                    line.closed = True
+                    del self._open[sock]
+                    swept.append(line)
+        return swept
+
+    def _release(self, line: _Line) -> None:
+        line.last_used = time.monotonic()
+        line.busy = False  # (a plain store: a sweep that reads the old value just skips the line)
+
+    def _drop(self, line: _Line) -> None:
+        lines: dict[str, _Line] = self._local.lines
+        if lines.get(line.addr) is line:
+            del lines[line.addr]
+        with self._lock:
+            line.closed = True
+            line.busy = False
             self._open.pop(line.sock, None)
         line.sock.close()
 
@@ -207,6 +278,22 @@ class DirectSender:
         if response.opaque != request.opaque or not response.is_response:
             raise RemoteProtocolError("the answer does not match the send")
         return response
+
+
+def _open_at_peer(sock: socket.socket) -> bool:
+    """False when the broker closed `sock` (or anything is waiting on it: answers come only to sends,
+    so unread bytes mean a broken exchange); one non-blocking peek."""
+    try:
+        sock.setblocking(False)
+        try:
+            sock.recv(1, socket.MSG_PEEK)  # b"" (closed) or stray bytes: either way not usable
+        finally:
+            sock.setblocking(True)
+        return False
+    except BlockingIOError:
+        return True  # nothing to read: open
+    except OSError:
+        return False
 
 
 def _read(sock: socket.socket, count: int) -> bytes:

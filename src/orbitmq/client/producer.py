@@ -50,6 +50,16 @@ log: Final = logging.getLogger("orbitmq.client")
 _GET_RUNNING_LOOP: Final = asyncio.get_running_loop
 
 
+def chosen_queue(
+    info: TopicPublishInfo, msg: Message, selector: MessageQueueSelector, arg: Any
+) -> MessageQueue:
+    """`selector`'s queue among the topic's, or ClientError when it chose one the topic does not have."""
+    queue = selector(info.message_queues, msg, arg)
+    if queue not in info.message_queues:
+        raise ClientError(f"the selector chose {queue}, which is not a queue of {msg.topic}")
+    return queue
+
+
 class Producer:
     """Sends messages; `async with Producer(...) as p: await p.send(msg)`.
 
@@ -235,13 +245,17 @@ class Producer:
         budget: float,
         start: float,
         error: Exception | None,
+        chosen: bool = False,
     ) -> asyncio.Future[SendResult]:
         """The attempts after a first one made elsewhere (the blocking producer's, on its caller's
         thread) to `mq`: it failed with `error` (one of ATTEMPT_FAILURES), or was stored but not SEND_OK
         (`error` None, under retry_another_broker_when_not_store_ok). The same decision and the same retry
-        loop as after a SendCall's first attempt. Call on the loop."""
+        loop as after a SendCall's first attempt. A `chosen` queue (the caller's, or its selector's) gets
+        no other attempt, as in `send`: the failure is recorded (a route refresh after a connection
+        failure) and raised. Call on the loop."""
         loop = _GET_RUNNING_LOOP()
-        if error is not None and (self.retry_times < 1 or not self._retryable(mq, start, error)):
+        attempts = 1 if chosen else 1 + self.retry_times
+        if error is not None and (not self._retryable(mq, start, error) or attempts < 2):
             failed: asyncio.Future[SendResult] = loop.create_future()
             failed.set_exception(error)
             return failed
@@ -249,8 +263,8 @@ class Producer:
             msg.topic,
             msg.properties[P.UNIQ_KEY],
             budget=budget,
-            attempts=1 + self.retry_times,
-            fixed_queue=None,
+            attempts=attempts,
+            fixed_queue=mq if chosen else None,
             build=lambda queue: (prepared.body, self._header(queue, msg.topic, prepared, msg.flag)),
             resume=Resume(start, 1, mq.broker_name, error),
         )
@@ -430,10 +444,7 @@ class Producer:
     ) -> SendResult:
         if queue is None:
             assert selector is not None
-            info = await self.find_publish_info(msg.topic)
-            queue = selector(info.message_queues, msg, arg)
-            if queue not in info.message_queues:
-                raise ClientError(f"the selector chose {queue}, which is not a queue of {msg.topic}")
+            queue = chosen_queue(await self.find_publish_info(msg.topic), msg, selector, arg)
         prepared = self._prepare(msg)
         return await self._attempts(
             msg.topic,

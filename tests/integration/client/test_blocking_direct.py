@@ -1,6 +1,9 @@
 """The blocking Producer's first attempt on the caller's own thread (client/direct_send.py), against a
 real broker: many threads each on their own socket, every message stored once; a broken socket sends on
-the loop instead, once; the sockets of ended threads and, at shutdown, all sockets are closed."""
+the loop instead, once; the sockets of ended threads and, at shutdown, all sockets are closed. Sends to
+a chosen queue (queue, selector, send_orderly) go from the caller's thread too, the selector called
+there once; a socket the broker closed is looked at before it is used; sockets idle too long or to a
+broker that moved are swept."""
 
 from __future__ import annotations
 
@@ -8,15 +11,21 @@ import asyncio
 import concurrent.futures
 import socket
 import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orbitmq import Message, Producer
 from orbitmq.client import blocking
 from orbitmq.client.blocking import SendStatus
-from orbitmq.testing import ServerProcess
+from orbitmq.common.errors import ClientError
+from orbitmq.message.model import MessageQueue
+from orbitmq.testing import ServerProcess, start_broker
 
-from .conftest import Admin, client_config, unique
+from .conftest import Admin, broker_conf, client_config, eventually, unique
 
 QUEUES = 4
 
@@ -150,3 +159,142 @@ async def test_oneway_sends_leave_from_the_callers_thread_and_a_broken_socket_fa
                 break
             await asyncio.sleep(0.1)
         assert bodies == wanted
+
+
+async def test_sends_to_a_chosen_queue_leave_from_the_callers_thread_and_the_selector_runs_there_once(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    topic = unique("DirectChosen")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=QUEUES)
+        producer = Producer(unique("DPC"), config=client_config(namesrv))
+        calls: list[threading.Thread] = []
+
+        def by_number(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+            calls.append(threading.current_thread())
+            return queues[int(arg) % len(queues)]
+
+        def elsewhere(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+            return MessageQueue(topic, "no-such-broker", 0)
+
+        def scenario() -> dict[str, MessageQueue]:
+            producer.start()
+            try:
+                producer.send(Message.create(topic, "routes"))
+                chosen: dict[str, MessageQueue] = {}
+                for i in range(40):
+                    result = producer.send(Message.create(topic, f"s{i}"), selector=by_number, arg=i)
+                    assert result.status is SendStatus.SEND_OK and result.message_queue is not None
+                    assert result.message_queue.queue_id == i % QUEUES
+                    chosen[f"s{i}"] = result.message_queue
+                target = chosen["s1"]
+                for i in range(10):
+                    result = producer.send(Message.create(topic, f"q{i}"), queue=target)
+                    assert result.message_queue == target
+                    chosen[f"q{i}"] = target
+                for i in range(20):
+                    result = producer.send_orderly(Message.create(topic, f"k{i}"), key=f"key{i % 3}")
+                    assert result.message_queue is not None
+                    chosen[f"k{i}"] = result.message_queue
+                with pytest.raises(ClientError, match="not a queue of"):
+                    producer.send(Message.create(topic, "nowhere"), selector=elsewhere)
+                # Everything above left on this thread's one socket, none through the loop.
+                lines = list(producer._direct._open.values())
+                assert [line.thread for line in lines] == [threading.current_thread()]
+                return chosen
+            finally:
+                producer.shutdown()
+
+        chosen = await asyncio.to_thread(scenario)
+        assert len(calls) == 40 and {id(t) for t in calls} == {id(calls[0])}  # once each, on the caller
+        assert calls[0] is not blocking._loop().thread
+        for key in range(3):  # one queue per key
+            assert len({chosen[f"k{i}"] for i in range(20) if i % 3 == key}) == 1
+        stored: dict[str, MessageQueue] = {}
+        for queue_id in range(QUEUES):
+            mq = MessageQueue(topic, target_broker(chosen), queue_id)
+            for m in await admin.read_queue(mq):
+                assert m.body.decode() not in stored  # each once
+                stored[m.body.decode()] = mq
+        del stored["routes"]
+        assert stored == chosen
+
+
+def target_broker(chosen: dict[str, MessageQueue]) -> str:
+    [name] = {mq.broker_name for mq in chosen.values()}
+    return name
+
+
+async def test_a_socket_the_broker_closed_is_looked_at_before_a_send_to_a_chosen_queue(
+    tmp_path: Path, namesrv: ServerProcess
+) -> None:
+    topic = unique("DirectIdleClosed")
+    conf = {**broker_conf(), "serverChannelMaxIdleTimeSeconds": 1}
+    with start_broker(tmp_path, namesrv.address, **conf) as broker:
+        async with Admin(namesrv) as admin:
+            await admin.create_topic(topic, [broker], queues=QUEUES)
+        producer = Producer(unique("DPI"), config=client_config(namesrv))
+
+        def scenario() -> None:
+            producer.start()
+            try:
+                [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 2]
+                assert producer.send(Message.create(topic, "first"), queue=mq).status is SendStatus.SEND_OK
+                [first] = producer._direct._open
+                time.sleep(2.5)  # the broker closes connections idle for 1 s (it looks every 0.25 s)
+                # One attempt only (a chosen queue): it must not be made on the socket the broker closed.
+                assert producer.send(Message.create(topic, "second"), queue=mq).status is SendStatus.SEND_OK
+                assert first.fileno() == -1
+                [second] = producer._direct._open
+                assert second is not first
+            finally:
+                producer.shutdown()
+
+        await asyncio.to_thread(scenario)
+
+
+async def test_sockets_idle_too_long_or_to_a_broker_that_moved_are_swept(
+    tmp_path: Path, namesrv: ServerProcess
+) -> None:
+    topic = unique("DirectSweep")
+    config = client_config(namesrv, poll_namesrv_interval=0.2, direct_socket_max_idle=0.5)
+    producer = Producer(unique("DPS"), config=config)
+    release = threading.Event()
+    opened: list[Any] = []
+
+    def send_and_stay(body: str) -> None:
+        producer.send(Message.create(topic, body))
+        mine = threading.current_thread()
+        opened.extend(s for s, line in list(producer._direct._open.items()) if line.thread is mine)
+        release.wait(30)  # alive, with its socket
+
+    with start_broker(tmp_path, namesrv.address, **broker_conf()) as first:
+        async with Admin(namesrv) as admin:
+            await admin.create_topic(topic, [first], queues=QUEUES)
+        await asyncio.to_thread(producer.start)
+        await asyncio.to_thread(producer.send, Message.create(topic, "routes"))
+        stays = threading.Thread(target=send_and_stay, args=("a",))
+        stays.start()
+        await eventually(lambda: len(opened) == 1, what="the first thread's send")
+        await asyncio.sleep(0.8)  # its socket is idle longer than direct_socket_max_idle
+        await asyncio.to_thread(producer.send, Message.create(topic, "b"))  # another thread opens one
+        assert opened[0].fileno() == -1 and opened[0] not in producer._direct._open  # swept, thread alive
+        release.set()
+        stays.join(30)
+        old_address = first.address
+        before_restart = list(producer._direct._open)
+        config.direct_socket_max_idle = 60.0  # from here on only the address can sweep them
+    # The same broker (name and store) back on another port: the route moves, the old sockets go.
+    with start_broker(tmp_path, namesrv.address, **broker_conf()) as moved:
+        assert moved.address != old_address
+        instance = producer.aio.instance
+        assert instance is not None
+        await eventually(lambda: instance.master_address("broker-a") == moved.address, what="the new route")
+        result = await asyncio.to_thread(producer.send, Message.create(topic, "c"))
+        assert result.status is SendStatus.SEND_OK
+        assert all(s.fileno() == -1 for s in before_restart)
+        assert {line.addr for line in producer._direct._open.values()} == {moved.address}
+        async with Admin(namesrv) as admin:
+            bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
+        await asyncio.to_thread(producer.shutdown)
+    assert bodies == ["a", "b", "c", "routes"]

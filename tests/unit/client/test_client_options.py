@@ -112,3 +112,10 @@ def test_public_signature_lists_every_option(factory: type) -> None:
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in SHARED[2:])
     for name in ("pull_batch_size", "pull_threshold_for_queue", "offset_store_dir", "clock"):
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan")])
+def test_a_direct_socket_max_idle_not_above_zero_is_refused_with_its_name(bad: float) -> None:
+    with pytest.raises(ClientError, match="direct_socket_max_idle"):
+        ClientConfig(direct_socket_max_idle=bad)
+    assert ClientConfig(direct_socket_max_idle=0.5).direct_socket_max_idle == 0.5
