@@ -229,25 +229,30 @@ class Producer:
             if queue is not None:
                 return loop.run(producer.send(msg, timeout=timeout, queue=queue))
             return loop.call(self._send_soon, msg, timeout)
+        return self._after(first, budget, start, queue is not None)
+
+    def _after(self, first: Attempt, budget: float, start: float, chosen: bool) -> SendResult:
+        """The result of a first attempt made on this thread, or the attempts that follow it (on the
+        loop): a chosen queue gets no other attempt; else as `aio.Producer.send` decides."""
+        producer = self._aio
         result = first.result
         if result is not None and (
-            queue is not None  # a chosen queue gets no other attempt
+            chosen
             or result.status is SendStatus.SEND_OK
             or not producer.retry_another_broker_when_not_store_ok
             or producer.retry_times < 1
         ):
             return result
-        return loop.call(self._resume_send, msg, first, budget, start, queue is not None)
+        return _loop().call(self._resume_send, first, budget, start, chosen)
 
     def _send_soon(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
         return self._aio._send_started(msg, timeout=timeout)
 
     def _resume_send(
-        self, msg: Message, first: Attempt, budget: float, start: float, chosen: bool
+        self, first: Attempt, budget: float, start: float, chosen: bool
     ) -> asyncio.Future[SendResult]:
-        prepared, mq, error = first.prepared, first.mq, first.error
         return self._aio._resume_send(
-            msg, prepared, mq, budget=budget, start=start, error=error, chosen=chosen
+            first.out, first.mq, budget=budget, start=start, error=first.error, chosen=chosen
         )
 
     def send_orderly(self, msg: Message, key: Any, *, timeout: float | None = None) -> SendResult:
@@ -310,7 +315,16 @@ class Producer:
     def send_batch(
         self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
     ) -> SendResult:
-        return _loop().run(self._aio.send_batch(messages, timeout=timeout, queue=queue))
+        loop = _loop()
+        loop.refuse_on_loop()
+        producer = self._aio
+        budget = producer.send_timeout if timeout is None else timeout
+        start = producer.clock.monotonic()
+        out = producer._batch(messages)  # (checked here: a bad batch raises on this thread)
+        first = self._direct.attempt_batch(out, budget, queue)  # as send's first attempt
+        if first is None:
+            return loop.run(producer.send_batch(messages, timeout=timeout, queue=queue))
+        return self._after(first, budget, start, queue is not None)
 
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return _loop().run(self._aio.fetch_publish_message_queues(topic))

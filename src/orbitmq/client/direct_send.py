@@ -21,7 +21,8 @@ own socket idle that long (the broker may have closed it: it closes a connection
 swept opens another.
 
 A send to a chosen queue (`send(queue=...)`, `send(selector=...)`, `send_orderly`) is made here too, the
-selector called on the caller's thread; as on the loop, it gets no other attempt.
+selector called on the caller's thread; as on the loop, it gets no other attempt. So is the first
+attempt of a batch (`send_batch`), whose retries go to the loop as a single send's do.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from orbitmq.client.producer import chosen_queue
 from orbitmq.client.results import SendResult
 from orbitmq.client.send_call import ATTEMPT_FAILURES
-from orbitmq.client.send_request import MessageQueueSelector, Prepared, send_code
+from orbitmq.client.send_request import MessageQueueSelector, Outgoing, send_code
 from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
 from orbitmq.message import properties as P
@@ -53,11 +54,11 @@ _LOOK_AFTER_IDLE: Final = 1.0
 
 
 class Attempt(NamedTuple):
-    """A first attempt made on the caller's thread: its queue and prepared message (a retry on the loop
+    """A first attempt made on the caller's thread: its queue and what it sent (a retry on the loop
     sends the same bytes), and its result or the error it failed with."""
 
     mq: MessageQueue
-    prepared: Prepared
+    out: Outgoing
     result: SendResult | None
     error: Exception | None
 
@@ -108,39 +109,45 @@ class DirectSender:
         """The first attempt, on this thread (to `queue` when given, else the next queue of the round
         robin). None when it cannot be made here (nothing was sent: the caller sends on the loop); else
         where it went and its result or the error it failed with."""
-        built = self._build(msg, oneway=False, queue=queue)
-        if built is None:
+        if not self._usable():
             return None
-        mq, addr, prepared, request = built
-        instance = self._producer.instance
-        assert instance is not None  # (_build returns None without one)
-        max_frame = instance.api.remoting.max_frame_size  # the same frame limit as on the loop
-        try:
-            line = self._take(addr, budget, instance.config.direct_socket_max_idle)
-            try:
-                response = self._exchange(line.sock, request, budget, max_frame)
-            except BaseException:
-                self._drop(line)
-                raise
-            self._release(line)
-            msg_id = msg.properties[P.UNIQ_KEY]
-            result = send_result(response, addr, mq.broker_name, mq.topic, msg_id, sent_to=mq)
-        except ATTEMPT_FAILURES as exc:
-            return Attempt(mq, prepared, None, exc)
-        return Attempt(mq, prepared, result, None)
+        producer = self._producer
+        producer._validate(msg)
+        target = self._target(msg.topic, queue)
+        if target is None:
+            return None
+        mq, addr = target
+        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
+        out = Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False)
+        return self._attempt(out, mq, addr, budget)
+
+    def attempt_batch(
+        self, out: Outgoing, budget: float, queue: MessageQueue | None = None
+    ) -> Attempt | None:
+        """`attempt` for a batch (`Producer._batch`)."""
+        target = self._target(out.topic, queue) if self._usable() else None
+        if target is None:
+            return None
+        mq, addr = target
+        return self._attempt(out, mq, addr, budget)
 
     def oneway(self, msg: Message) -> bool:
         """Fire and forget on this thread: True once written; False when it cannot be sent here or the
         write failed (the caller sends on the loop then: a frame cut short is dropped by the broker)."""
-        built = self._build(msg, oneway=True, queue=None)
-        if built is None:
+        if not self._usable():
             return False
-        _, addr, _, request = built
-        instance = self._producer.instance
-        assert instance is not None
-        timeout = self._producer.send_timeout
+        producer = self._producer
+        producer._validate(msg)
+        target = self._target(msg.topic, None)
+        if target is None:
+            return False
+        mq, addr = target
+        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
+        out = Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False)
+        request = self._request(out, mq, oneway=True)
+        timeout = producer.send_timeout
         try:
-            line = self._take(addr, timeout, instance.config.direct_socket_max_idle)
+            line = self._take(addr, timeout)
         except ConnectError:
             return False
         try:
@@ -154,39 +161,62 @@ class DirectSender:
 
     # ---- internals --------------------------------------------------------------------------
 
-    def _build(
-        self, msg: Message, *, oneway: bool, queue: MessageQueue | None
-    ) -> tuple[MessageQueue, str, Prepared, RemotingCommand] | None:
-        """The queue, address, prepared message and signed request of a send made on this thread; None
-        when it cannot be made here."""
+    def _usable(self) -> bool:
+        """Whether sends can be made here at all (a started producer without latency fault tolerance,
+        whose client does not use TLS)."""
         producer = self._producer
         instance = producer.instance
         if self._closed or instance is None or not producer.started or producer.fault.enabled:
-            return None
-        remoting = instance.api.remoting
-        if remoting.ssl is not None:
-            return None
-        producer._validate(msg)
-        if queue is None:
-            target = producer._cached_target(msg.topic)
-            if target is None:
-                return None
-            _, mq, addr = target
-        else:
-            mq = queue
-            master = instance.master_address(mq.broker_name)
-            if master is None:
-                return None
-            addr = master
-        prepared = producer._prepare(msg)
-        header = producer._header(mq, msg.topic, prepared, msg.flag)
-        request = RemotingCommand.request(send_code(header, False), header, prepared.body, oneway=oneway)
-        if remoting.rpc_hook is not None:
-            remoting.rpc_hook(request)
-        return mq, addr, prepared, request
+            return False
+        return instance.api.remoting.ssl is None
 
-    def _take(self, addr: str, timeout: float, max_idle: float) -> _Line:
+    def _target(self, topic: str, queue: MessageQueue | None) -> tuple[MessageQueue, str] | None:
+        """`queue` (or the round robin's next queue of `topic`) and its master's cached address; None
+        when either is not at hand."""
+        producer = self._producer
+        if queue is None:
+            target = producer._cached_target(topic)
+            return None if target is None else (target[1], target[2])
+        instance = producer.instance
+        addr = instance.master_address(queue.broker_name) if instance is not None else None
+        return None if addr is None else (queue, addr)
+
+    def _request(self, out: Outgoing, mq: MessageQueue, *, oneway: bool) -> RemotingCommand:
+        """The signed request carrying `out` to `mq`."""
+        producer = self._producer
+        header = producer._header(mq, out.topic, out.prepared, out.flag, out.batch)
+        request = RemotingCommand.request(
+            send_code(header, out.batch), header, out.prepared.body, oneway=oneway
+        )
+        instance = producer.instance
+        assert instance is not None  # (checked by _usable)
+        hook = instance.api.remoting.rpc_hook
+        if hook is not None:
+            hook(request)
+        return request
+
+    def _attempt(self, out: Outgoing, mq: MessageQueue, addr: str, budget: float) -> Attempt:
+        request = self._request(out, mq, oneway=False)
+        instance = self._producer.instance
+        assert instance is not None
+        max_frame = instance.api.remoting.max_frame_size  # the same frame limit as on the loop
+        try:
+            line = self._take(addr, budget)
+            try:
+                response = self._exchange(line.sock, request, budget, max_frame)
+            except BaseException:
+                self._drop(line)
+                raise
+            self._release(line)
+            result = send_result(response, addr, mq.broker_name, mq.topic, out.msg_id, sent_to=mq)
+        except ATTEMPT_FAILURES as exc:
+            return Attempt(mq, out, None, exc)
+        return Attempt(mq, out, result, None)
+
+    def _take(self, addr: str, timeout: float) -> _Line:
         """This thread's line to `addr`, marked busy (a sweep leaves it alone until `_release`)."""
+        instance = self._producer.instance
+        max_idle = instance.config.direct_socket_max_idle if instance is not None else 0.0
         lines: dict[str, _Line] | None = getattr(self._local, "lines", None)
         if lines is None:
             lines = self._local.lines = {}

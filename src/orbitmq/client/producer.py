@@ -30,6 +30,7 @@ from orbitmq.client.send_request import (
     DEFAULT_TOPIC,
     HeaderTemplates,
     MessageQueueSelector,
+    Outgoing,
     Prepared,
     encode_checked_batch,
     prepare_message,
@@ -238,8 +239,7 @@ class Producer:
 
     def _resume_send(
         self,
-        msg: Message,
-        prepared: Prepared,
+        out: Outgoing,
         mq: MessageQueue,
         *,
         budget: float,
@@ -259,13 +259,15 @@ class Producer:
             failed: asyncio.Future[SendResult] = loop.create_future()
             failed.set_exception(error)
             return failed
+        topic, prepared, flag, batch = out.topic, out.prepared, out.flag, out.batch
         coro = self._attempts(
-            msg.topic,
-            msg.properties[P.UNIQ_KEY],
+            topic,
+            out.msg_id,
             budget=budget,
             attempts=attempts,
             fixed_queue=mq if chosen else None,
-            build=lambda queue: (prepared.body, self._header(queue, msg.topic, prepared, msg.flag)),
+            build=lambda queue: (prepared.body, self._header(queue, topic, prepared, flag, batch)),
+            batch=batch,
             resume=Resume(start, 1, mq.broker_name, error),
         )
         return loop.create_task(coro)
@@ -343,20 +345,25 @@ class Producer:
         self, messages: Sequence[Message], *, timeout: float | None = None, queue: MessageQueue | None = None
     ) -> SendResult:
         """One request for many messages of one topic, stored with consecutive offsets in one queue."""
+        out = self._batch(messages)
+        return await self._attempts(
+            out.topic,
+            out.msg_id,
+            budget=self.send_timeout if timeout is None else timeout,
+            attempts=1 if queue is not None else 1 + self.retry_times,
+            fixed_queue=queue,
+            build=lambda mq: (out.prepared.body, self._header(mq, out.topic, out.prepared, batch=True)),
+            batch=True,
+        )
+
+    def _batch(self, messages: Sequence[Message]) -> Outgoing:
+        """One SEND_BATCH_MESSAGE for `messages` (checked as RocketMQ's batch rules want)."""
         msgs = list(messages)
         if not msgs:
             raise ClientError("a batch needs at least one message")
         topic, body, batch_props = encode_checked_batch(msgs, self._validate, self.max_message_size)
-        batch_fields = Prepared(body, 0, batch_props, 0, None)
-        return await self._attempts(
-            topic,
-            ",".join(m.properties[P.UNIQ_KEY] for m in msgs),
-            budget=self.send_timeout if timeout is None else timeout,
-            attempts=1 if queue is not None else 1 + self.retry_times,
-            fixed_queue=queue,
-            build=lambda mq: (body, self._header(mq, topic, batch_fields, batch=True)),
-            batch=True,
-        )
+        msg_id = ",".join(m.properties[P.UNIQ_KEY] for m in msgs)
+        return Outgoing(topic, msg_id, Prepared(body, 0, batch_props, 0, None), 0, True)
 
     # ---- internals --------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ batch body; and the queue selectors of ordered sends. Used by producer.py (compi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -57,6 +57,17 @@ class Prepared:
 
     def with_sys_flag(self, sys_flag: int) -> Prepared:
         return Prepared(self.body, sys_flag, self.properties, self.reconsume_times, self.max_reconsume_times)
+
+
+class Outgoing(NamedTuple):
+    """What one send puts on the wire, whichever attempt carries it: its topic, message id (a batch's
+    ids joined by commas), prepared body and properties, message flag, and whether it is a batch."""
+
+    topic: str
+    msg_id: str
+    prepared: Prepared
+    flag: int
+    batch: bool
 
 
 def prepare_message(msg: Message, compress_over: int, compress_level: int) -> Prepared:

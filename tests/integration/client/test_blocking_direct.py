@@ -298,3 +298,39 @@ async def test_sockets_idle_too_long_or_to_a_broker_that_moved_are_swept(
             bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
         await asyncio.to_thread(producer.shutdown)
     assert bodies == ["a", "b", "c", "routes"]
+
+
+async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_it_on_the_loop_once(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    topic = unique("DirectBatch")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=QUEUES)
+        producer = Producer(unique("DPT"), config=client_config(namesrv))
+
+        def scenario() -> list[int]:
+            producer.start()
+            try:
+                producer.send(Message.create(topic, "routes"))
+                counts = []
+                for n in range(5):
+                    result = producer.send_batch([Message.create(topic, f"b{n}-{i}") for i in range(20)])
+                    assert result.status is SendStatus.SEND_OK and len(result.msg_id.split(",")) == 20
+                    counts.append(len(result.msg_id.split(",")))
+                lines = list(producer._direct._open.values())
+                assert [line.thread for line in lines] == [threading.current_thread()]  # not the loop
+                [sock] = producer._direct._open
+                sock.shutdown(socket.SHUT_RDWR)  # the next write on it fails before anything leaves
+                result = producer.send_batch([Message.create(topic, f"after-{i}") for i in range(3)])
+                assert result.status is SendStatus.SEND_OK
+                assert sock not in producer._direct._open
+                [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 3]
+                assert producer.send_batch([Message.create(topic, "fixed")], queue=mq).message_queue == mq
+                return counts
+            finally:
+                producer.shutdown()
+
+        assert await asyncio.to_thread(scenario) == [20] * 5
+        bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
+        sent = ["routes", "fixed"] + [f"b{n}-{i}" for n in range(5) for i in range(20)]
+        assert bodies == sorted(sent + [f"after-{i}" for i in range(3)])  # each once
