@@ -109,16 +109,10 @@ class DirectSender:
         """The first attempt, on this thread (to `queue` when given, else the next queue of the round
         robin). None when it cannot be made here (nothing was sent: the caller sends on the loop); else
         where it went and its result or the error it failed with."""
-        if not self._usable():
+        single = self._single(msg, queue)
+        if single is None:
             return None
-        producer = self._producer
-        producer._validate(msg)
-        target = self._target(msg.topic, queue)
-        if target is None:
-            return None
-        mq, addr = target
-        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
-        out = Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False)
+        out, mq, addr = single
         return self._attempt(out, mq, addr, budget)
 
     def attempt_batch(
@@ -134,18 +128,12 @@ class DirectSender:
     def oneway(self, msg: Message) -> bool:
         """Fire and forget on this thread: True once written; False when it cannot be sent here or the
         write failed (the caller sends on the loop then: a frame cut short is dropped by the broker)."""
-        if not self._usable():
+        single = self._single(msg, None)
+        if single is None:
             return False
-        producer = self._producer
-        producer._validate(msg)
-        target = self._target(msg.topic, None)
-        if target is None:
-            return False
-        mq, addr = target
-        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
-        out = Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False)
+        out, mq, addr = single
         request = self._request(out, mq, oneway=True)
-        timeout = producer.send_timeout
+        timeout = self._producer.send_timeout
         try:
             line = self._take(addr, timeout)
         except ConnectError:
@@ -169,6 +157,20 @@ class DirectSender:
         if self._closed or instance is None or not producer.started or producer.fault.enabled:
             return False
         return instance.api.remoting.ssl is None
+
+    def _single(self, msg: Message, queue: MessageQueue | None) -> tuple[Outgoing, MessageQueue, str] | None:
+        """`msg` validated and prepared, with its queue and that queue's master address; None (nothing
+        prepared) when it cannot be sent from here."""
+        if not self._usable():
+            return None
+        producer = self._producer
+        producer._validate(msg)
+        target = self._target(msg.topic, queue)
+        if target is None:
+            return None
+        mq, addr = target
+        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
+        return Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False), mq, addr
 
     def _target(self, topic: str, queue: MessageQueue | None) -> tuple[MessageQueue, str] | None:
         """`queue` (or the round robin's next queue of `topic`) and its master's cached address; None
