@@ -2,6 +2,12 @@
 README's `from orbitmq import Producer`) against redis-py's synchronous `Redis.xadd`, in the same run.
 
     orbitmq bench blocking [--messages 10000] [--size 1024] [--rounds 3] [--no-redis]
+                           [--orderly | --batch N]
+
+`--orderly` sends with `Producer.send_orderly` (keys cycling over 16: a selector picks the queue)
+against the same `xadd` (a stream is one ordered log). `--batch N` sends N messages per call: orbitmq's
+`send_batch` of N against a redis-py pipeline of N `xadd`s (one round trip each); the figures are still
+per message.
 
 W1 drives the asyncio clients; many Python programs send from plain threads instead. This starts an
 `orbitmq serve` and a redis-server (the Redis peer's own start-up: appendonly, appendfsync everysec) in
@@ -53,8 +59,9 @@ class System:
         return ordered[(len(ordered) - 1) // 2]
 
 
-def measure(send: Callable[[], object], count: int, server_pids: Sequence[int]) -> Round:
-    """`count` calls of `send`, one after the other: the rate and both sides' CPU per call."""
+def measure(send: Callable[[], object], count: int, server_pids: Sequence[int], per_call: int = 1) -> Round:
+    """`count` calls of `send`, one after the other, each sending `per_call` messages: the rate and
+    both sides' CPU per message."""
 
     def server_cpu() -> float:
         return sum(cpu_seconds(pid) or 0.0 for pid in server_pids)
@@ -73,7 +80,8 @@ def measure(send: Callable[[], object], count: int, server_pids: Sequence[int]) 
     wall = time.perf_counter() - started
     server, own = server_cpu() - server_before, own_cpu() - own_before
     waited = tuple((after - before) / wall for after, before in zip(waits(), waits_before, strict=True))
-    return Round(count / wall, server / count * 1e6, own / count * 1e6, (waited[0], waited[1]))
+    messages = count * per_call
+    return Round(messages / wall, server / messages * 1e6, own / messages * 1e6, (waited[0], waited[1]))
 
 
 def report(systems: Sequence[System]) -> list[str]:
@@ -95,19 +103,45 @@ def report(systems: Sequence[System]) -> list[str]:
     return lines
 
 
-def _orbitmq_sender(namesrv: str, body: bytes) -> tuple[Callable[[], object], Callable[[], None]]:
+@dataclass(frozen=True)
+class Shape:
+    """What one call sends: one message (`send`, or `send_orderly` when `orderly`) or a batch."""
+
+    orderly: bool = False
+    batch: int = 1
+
+    def orbitmq_name(self) -> str:
+        if self.batch > 1:
+            return f"orbitmq send_batch({self.batch})"
+        return "orbitmq send_orderly" if self.orderly else "orbitmq Producer"
+
+    def redis_name(self) -> str:
+        return f"redis-py pipeline {self.batch} xadd" if self.batch > 1 else "redis-py Redis.xadd"
+
+
+def _orbitmq_sender(
+    namesrv: str, body: bytes, shape: Shape
+) -> tuple[Callable[[], object], Callable[[], None]]:
     from orbitmq import Message, Producer
 
     producer = Producer("bench_blocking", namesrv)
     producer.start()
+    keys = iter(range(1 << 62))
 
     def send() -> object:
         return producer.send(Message(TOPIC, body))
 
-    return send, producer.shutdown
+    def send_orderly() -> object:
+        return producer.send_orderly(Message(TOPIC, body), key=next(keys) % 16)
+
+    def send_batch() -> object:
+        return producer.send_batch([Message(TOPIC, body) for _ in range(shape.batch)])
+
+    chosen = send_batch if shape.batch > 1 else send_orderly if shape.orderly else send
+    return chosen, producer.shutdown
 
 
-def _redis_sender(address: str, body: bytes) -> tuple[Callable[[], object], Callable[[], None]]:
+def _redis_sender(address: str, body: bytes, shape: Shape) -> tuple[Callable[[], object], Callable[[], None]]:
     import redis
 
     host, _, port = address.rpartition(":")
@@ -116,7 +150,13 @@ def _redis_sender(address: str, body: bytes) -> tuple[Callable[[], object], Call
     def send() -> object:
         return client.xadd(TOPIC, {"b": body}, maxlen=100_000, approximate=True)
 
-    return send, client.close
+    def send_batch() -> object:
+        pipe = client.pipeline(transaction=False)
+        for _ in range(shape.batch):
+            pipe.xadd(TOPIC, {"b": body}, maxlen=100_000, approximate=True)
+        return pipe.execute()
+
+    return (send_batch if shape.batch > 1 else send), client.close
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,7 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-redis", action="store_true", help="orbitmq only")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--orderly", action="store_true", help="orbitmq sends with send_orderly")
+    kind.add_argument("--batch", type=int, default=1, help="messages per call (send_batch, a pipeline)")
     args = parser.parse_args(argv)
+    if args.batch < 1:
+        parser.error("--batch must be at least 1")
+    shape = Shape(orderly=args.orderly, batch=args.batch)
+    calls = max(args.messages // shape.batch, 1)
     body = b"x" * args.size
     workdir = Path(tempfile.mkdtemp(prefix="orbitmq-blocking-bench-"))
     servers: list[ServerHandle] = []
@@ -147,11 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 await admin.close()
 
         asyncio.run(create_topic())
-        send, close = _orbitmq_sender(orbitmq_server.address, body)
+        send, close = _orbitmq_sender(orbitmq_server.address, body, shape)
         closers.append(close)
         # (name, send, server pids)
         contenders: list[tuple[str, Callable[[], object], list[int]]] = [
-            ("orbitmq Producer", send, orbitmq_server.pids)
+            (shape.orbitmq_name(), send, orbitmq_server.pids)
         ]
         if not args.no_redis:
             if shutil.which("redis-server") is None:
@@ -161,23 +208,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (workdir / "redis").mkdir()
                 redis_server: ServerHandle = peer.start_server(workdir / "redis")
                 servers.append(redis_server)
-                send, close = _redis_sender(redis_server.address, body)
+                send, close = _redis_sender(redis_server.address, body, shape)
                 closers.append(close)
-                contenders.append(("redis-py Redis.xadd", send, redis_server.pids))
+                contenders.append((shape.redis_name(), send, redis_server.pids))
         systems = [System(name) for name, _, _ in contenders]
         for _, send, _ in contenders:
-            for _ in range(WARM_UP):
+            for _ in range(max(WARM_UP // shape.batch, 1)):
                 send()
         for _ in range(args.rounds):  # alternating: each round measures every system once
             for system, (_, send, pids) in zip(systems, contenders, strict=True):
-                system.rounds.append(measure(send, args.messages, pids))
+                system.rounds.append(measure(send, calls, pids, shape.batch))
     finally:
         for close in reversed(closers):
             close()
         for server in reversed(servers):
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\none thread, {args.messages:,} sends of {args.size} B per round, {args.rounds} rounds, medians")
+    per_call = f", {shape.batch} per call" if shape.batch > 1 else ""
+    print(
+        f"\none thread, {calls * shape.batch:,} sends of {args.size} B per round{per_call}, "
+        f"{args.rounds} rounds, medians"
+    )
     for line in report(systems):
         print(line)
     return 0
