@@ -99,6 +99,7 @@ class Producer:
         self.group = group
         self._own_instance = instance is None
         self.instance: ClientInstance | None = instance
+        self._loop: asyncio.AbstractEventLoop | None = None  # set by start()
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.retry_times_async = retry_times_async
@@ -133,6 +134,9 @@ class Producer:
             self.instance = ClientInstance(self._config)
         self.instance.register_producer(self)
         await self.instance.start()
+        # The loop its connections and tasks live on: a send's future is made there (asking asyncio
+        # for the running loop costs a getpid() call per send).
+        self._loop = _GET_RUNNING_LOOP()
         self.started = True
 
     async def shutdown(self) -> None:
@@ -413,7 +417,7 @@ class Producer:
             return None
         instance, mq, addr = target
         prepared = self._prepare(msg)
-        future: asyncio.Future[SendResult] = _GET_RUNNING_LOOP().create_future()
+        future: asyncio.Future[SendResult] = (self._loop or _GET_RUNNING_LOOP()).create_future()
         call = SendCall(
             self,
             future,

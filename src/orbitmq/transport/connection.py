@@ -304,7 +304,8 @@ class Connection(asyncio.Protocol):
         else:
             leave = self._flush_handle is None or len(out) >= EARLY_FLUSH_PIECES
             if self._flush_handle is None:
-                self._flush_handle = _GET_RUNNING_LOOP().call_soon(self._flush)  # ends this turn's batch
+                loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
+                self._flush_handle = loop.call_soon(self._flush)  # ends this turn's batch
         if leave:
             self._out = []
             transport.writelines(out)
