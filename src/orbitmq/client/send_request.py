@@ -6,7 +6,7 @@ batch body; and the queue selectors of ordered sends. Used by producer.py (compi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
@@ -59,15 +59,19 @@ class Prepared:
         return Prepared(self.body, sys_flag, self.properties, self.reconsume_times, self.max_reconsume_times)
 
 
-class Outgoing(NamedTuple):
+class Outgoing:
     """What one send puts on the wire, whichever attempt carries it: its topic, message id (a batch's
-    ids joined by commas), prepared body and properties, message flag, and whether it is a batch."""
+    ids joined by commas), prepared body and properties, message flag, and whether it is a batch.
+    (A plain class for the reason Prepared is one: made once per blocking send.)"""
 
-    topic: str
-    msg_id: str
-    prepared: Prepared
-    flag: int
-    batch: bool
+    __slots__ = ("batch", "flag", "msg_id", "prepared", "topic")
+
+    def __init__(self, topic: str, msg_id: str, prepared: Prepared, flag: int, batch: bool) -> None:
+        self.topic = topic
+        self.msg_id = msg_id
+        self.prepared = prepared
+        self.flag = flag
+        self.batch = batch
 
 
 def prepare_message(msg: Message, compress_over: int, compress_level: int) -> Prepared:

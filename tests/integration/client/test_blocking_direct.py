@@ -21,7 +21,7 @@ import pytest
 from orbitmq import Message, Producer
 from orbitmq.client import blocking
 from orbitmq.client.blocking import SendStatus
-from orbitmq.common.errors import ClientError
+from orbitmq.common.errors import ClientError, ConnectError
 from orbitmq.message.model import MessageQueue
 from orbitmq.testing import ServerProcess, start_broker
 
@@ -334,3 +334,30 @@ async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_
         bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
         sent = ["routes", "fixed"] + [f"b{n}-{i}" for n in range(5) for i in range(20)]
         assert bodies == sorted(sent + [f"after-{i}" for i in range(3)])  # each once
+
+
+async def test_a_failed_send_to_a_chosen_queue_is_raised_not_sent_elsewhere(
+    namesrv: ServerProcess, broker: ServerProcess
+) -> None:
+    topic = unique("DirectChosenFails")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=QUEUES)
+        producer = Producer(unique("DPF"), config=client_config(namesrv))
+
+        def scenario() -> None:
+            producer.start()
+            try:
+                [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 1]
+                assert producer.send(Message.create(topic, "before"), queue=mq).message_queue == mq
+                [sock] = producer._direct._open
+                sock.shutdown(socket.SHUT_RDWR)  # the next write on it fails before anything leaves
+                # One attempt, as `aio.Producer.send(queue=...)` makes: the failure is the caller's.
+                with pytest.raises(ConnectError):
+                    producer.send(Message.create(topic, "lost"), queue=mq)
+                assert producer.send(Message.create(topic, "after"), queue=mq).message_queue == mq
+            finally:
+                producer.shutdown()
+
+        await asyncio.to_thread(scenario)
+        bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
+        assert bodies == ["after", "before"]  # the failed one was sent nowhere else
