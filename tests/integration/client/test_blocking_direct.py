@@ -178,8 +178,7 @@ async def test_sends_to_a_chosen_queue_leave_from_the_callers_thread_and_the_sel
             return MessageQueue(topic, "no-such-broker", 0)
 
         def scenario() -> dict[str, MessageQueue]:
-            producer.start()
-            try:
+            with producer:
                 producer.send(Message.create(topic, "routes"))
                 chosen: dict[str, MessageQueue] = {}
                 for i in range(40):
@@ -202,8 +201,6 @@ async def test_sends_to_a_chosen_queue_leave_from_the_callers_thread_and_the_sel
                 lines = list(producer._direct._open.values())
                 assert [line.thread for line in lines] == [threading.current_thread()]
                 return chosen
-            finally:
-                producer.shutdown()
 
         chosen = await asyncio.to_thread(scenario)
         assert len(calls) == 40 and {id(t) for t in calls} == {id(calls[0])}  # once each, on the caller
@@ -236,8 +233,7 @@ async def test_a_socket_the_broker_closed_is_looked_at_before_a_send_to_a_chosen
         producer = Producer(unique("DPI"), config=client_config(namesrv))
 
         def scenario() -> None:
-            producer.start()
-            try:
+            with producer:
                 [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 2]
                 assert producer.send(Message.create(topic, "first"), queue=mq).status is SendStatus.SEND_OK
                 [first] = producer._direct._open
@@ -247,8 +243,6 @@ async def test_a_socket_the_broker_closed_is_looked_at_before_a_send_to_a_chosen
                 assert first.fileno() == -1
                 [second] = producer._direct._open
                 assert second is not first
-            finally:
-                producer.shutdown()
 
         await asyncio.to_thread(scenario)
 
@@ -309,8 +303,7 @@ async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_
         producer = Producer(unique("DPT"), config=client_config(namesrv))
 
         def scenario() -> list[int]:
-            producer.start()
-            try:
+            with producer:
                 producer.send(Message.create(topic, "routes"))
                 counts = []
                 for n in range(5):
@@ -327,8 +320,6 @@ async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_
                 [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 3]
                 assert producer.send_batch([Message.create(topic, "fixed")], queue=mq).message_queue == mq
                 return counts
-            finally:
-                producer.shutdown()
 
         assert await asyncio.to_thread(scenario) == [20] * 5
         bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
@@ -345,8 +336,7 @@ async def test_a_failed_send_to_a_chosen_queue_is_raised_not_sent_elsewhere(
         producer = Producer(unique("DPF"), config=client_config(namesrv))
 
         def scenario() -> None:
-            producer.start()
-            try:
+            with producer:
                 [mq] = [q for q in producer.fetch_publish_message_queues(topic) if q.queue_id == 1]
                 assert producer.send(Message.create(topic, "before"), queue=mq).message_queue == mq
                 [sock] = producer._direct._open
@@ -355,8 +345,6 @@ async def test_a_failed_send_to_a_chosen_queue_is_raised_not_sent_elsewhere(
                 with pytest.raises(ConnectError):
                     producer.send(Message.create(topic, "lost"), queue=mq)
                 assert producer.send(Message.create(topic, "after"), queue=mq).message_queue == mq
-            finally:
-                producer.shutdown()
 
         await asyncio.to_thread(scenario)
         bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
