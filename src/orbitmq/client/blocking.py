@@ -8,7 +8,8 @@ thread pool (or on the loop, when it is a coroutine function).
 This module only forwards calls; behaviour lives in the asyncio classes. One exception, for speed:
 `Producer.send` makes its first attempt, and `send_oneway` its write, on the caller's own thread when
 the route is known (client/direct_send.py: two thread wake-ups per message saved), and hand anything
-else, and any retry, to the loop, started there without a Task (`_LoopThread.call`).
+else, and any retry, to the loop, started there without a Task (`_LoopThread.call`); `send_async`
+hands its sends to the loop in bulk (client/async_handoff.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from orbitmq.client.aio import (
     put_user_property,
     select_by_hash,
 )
+from orbitmq.client.async_handoff import AsyncHandoff
 from orbitmq.client.direct_send import Attempt, DirectSender
 from orbitmq.message.model import Message, MessageExt, MessageQueue
 
@@ -180,6 +182,7 @@ class Producer:
     ) -> None:
         self._aio = aio.Producer(group, namesrv_addrs, **options)
         self._direct = DirectSender(self._aio)
+        self._handoff: AsyncHandoff | None = None
 
     @property
     def group(self) -> str:
@@ -265,12 +268,13 @@ class Producer:
         *,
         timeout: float | None = None,
     ) -> concurrent.futures.Future[SendResult]:
-        """Returns at once; `callback(result, None)` or `callback(None, error)` runs on the client loop."""
-
-        async def go() -> SendResult:
-            return await self._aio.send_async(msg, timeout=timeout)
-
-        future = _loop().submit(go())
+        """Returns at once; `callback(result, None)` or `callback(None, error)` runs on the client loop.
+        Sends are handed to the loop in bulk (client/async_handoff.py)."""
+        loop = _loop().loop
+        handoff = self._handoff
+        if handoff is None or handoff.loop is not loop:
+            handoff = self._handoff = AsyncHandoff(self._aio, loop)
+        future = handoff.submit(msg, timeout)
         if callback is not None:
 
             def done(f: concurrent.futures.Future[SendResult]) -> None:
