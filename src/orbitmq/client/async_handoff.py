@@ -60,7 +60,7 @@ class AsyncHandoff:
                 continue
             try:
                 started = producer.send_async(msg, timeout=timeout)
-            except BaseException as exc:  # (validation: raised at once by the asyncio producer)
+            except Exception as exc:  # (validation: raised at once by the asyncio producer)
                 _settle(future, None, exc)
                 continue
             started.add_done_callback(functools.partial(_copy, future=future))
