@@ -42,6 +42,7 @@ from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTime
 from orbitmq.message import properties as P
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
+from orbitmq.protocol.frames import FrameDecoder
 from orbitmq.transport.connection import split_address
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from orbitmq.message.model import Message
 
 _LENGTH: Final = struct.Struct(">i")
+_HEAD: Final = 8  # a frame's length and header-length words: every frame has both
 # Seconds a socket may rest before it is looked at (one peek) ahead of its next use.
 _LOOK_AFTER_IDLE: Final = 1.0
 
@@ -294,15 +296,18 @@ class DirectSender:
     def _exchange(
         sock: socket.socket, request: RemotingCommand, timeout: float, max_frame: int
     ) -> RemotingCommand:
-        """`request` written, its answer read (no longer than the client's frame limit, as on the loop)."""
+        """`request` written, its answer read: exactly one frame, checked by the frame decoder the loop's
+        connections use, with the same limits (a bad length is refused before its bytes are read)."""
         sock.settimeout(timeout)
         try:
             sock.sendall(encode_command_bytes(request))
-            head = _read(sock, 4)
-            (length,) = _LENGTH.unpack(head)
-            if not 0 < length <= max_frame:
-                raise RemoteProtocolError(f"bad frame length {length}")
-            response = decode_command(_read(sock, length))
+            decoder = FrameDecoder(max_frame, max_frame)
+            head = _read(sock, _HEAD)  # the frame length and the header length
+            frames = decoder.feed(head)
+            if not frames:
+                (length,) = _LENGTH.unpack_from(head)
+                frames = decoder.feed(_read(sock, length + 4 - _HEAD))
+            response = decode_command(frames[0])
         except TimeoutError:
             raise RequestTimeoutError(f"no answer to a send within {timeout:.3f} s") from None
         except OSError as exc:
