@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from orbitmq.client.blocking import Producer as BlockingProducer
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.message.model import MessageExt, MessageQueue
@@ -117,3 +119,15 @@ class Admin:
             for q in range(qd.read_queue_nums):
                 out += await self.read_queue(MessageQueue(topic, qd.broker_name, q))
         return out
+
+
+@contextlib.asynccontextmanager
+async def topic_and_blocking_producer(
+    namesrv: ServerProcess, broker: ServerProcess, prefix: str, *, queues: int = 4
+) -> AsyncIterator[tuple[Admin, str, BlockingProducer]]:
+    """A new topic on `broker`, an admin to read it back, and a blocking Producer (not started) of a new
+    group, with the tests' client config."""
+    topic = unique(prefix)
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=queues)
+        yield admin, topic, BlockingProducer(unique(prefix + "Group"), config=client_config(namesrv))

@@ -6,29 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator
 
-from orbitmq import Message, Producer
+from orbitmq import Message
 from orbitmq.client import blocking
 from orbitmq.client.blocking import SendResult, SendStatus
 from orbitmq.common.errors import ClientError
 from orbitmq.testing import ServerProcess
 
-from .conftest import Admin, client_config, unique
-
-
-@contextlib.asynccontextmanager
-async def _topic_and_producer(
-    namesrv: ServerProcess, broker: ServerProcess, prefix: str
-) -> AsyncIterator[tuple[Admin, str, Producer]]:
-    """A new topic on `broker` (4 queues), an admin to read it back, and a blocking producer (not started)."""
-    topic = unique(prefix)
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=4)
-        yield admin, topic, Producer(unique(prefix + "Group"), config=client_config(namesrv))
+from .conftest import topic_and_blocking_producer
 
 
 def _hold_the_loop(seconds: float) -> None:
@@ -46,7 +33,7 @@ def _hold_the_loop(seconds: float) -> None:
 async def test_sends_queued_while_the_loop_is_busy_start_in_one_drain_and_each_gets_its_outcome(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    async with _topic_and_producer(namesrv, broker, "Async") as (admin, topic, producer):
+    async with topic_and_blocking_producer(namesrv, broker, "Async") as (admin, topic, producer):
         callbacks: list[tuple[str, threading.Thread]] = []
 
         def on_done(result: SendResult | None, error: BaseException | None) -> None:
@@ -78,7 +65,7 @@ async def test_sends_queued_while_the_loop_is_busy_start_in_one_drain_and_each_g
 async def test_an_error_arrives_through_the_future_and_a_cancelled_send_is_not_sent(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    async with _topic_and_producer(namesrv, broker, "AsyncCancel") as (admin, topic, producer):
+    async with topic_and_blocking_producer(namesrv, broker, "AsyncCancel") as (admin, topic, producer):
         outcomes: list[tuple[SendResult | None, BaseException | None]] = []
 
         def scenario() -> None:

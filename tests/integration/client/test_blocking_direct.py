@@ -25,7 +25,7 @@ from orbitmq.common.errors import ClientError, ConnectError
 from orbitmq.message.model import MessageQueue
 from orbitmq.testing import ServerProcess, start_broker
 
-from .conftest import Admin, broker_conf, client_config, eventually, unique
+from .conftest import Admin, broker_conf, client_config, eventually, topic_and_blocking_producer, unique
 
 QUEUES = 4
 
@@ -33,10 +33,7 @@ QUEUES = 4
 async def test_threads_send_on_their_own_sockets_and_each_message_is_stored_once(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("Direct")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPG"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "Direct") as (admin, topic, producer):
         await asyncio.to_thread(producer.start)
         try:
             first = await asyncio.to_thread(producer.send, Message.create(topic, "first"))  # routes it
@@ -73,10 +70,7 @@ async def test_threads_send_on_their_own_sockets_and_each_message_is_stored_once
 async def test_a_broken_socket_sends_on_the_loop_once_and_shutdown_closes_the_sockets(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectBroken")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPB"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectBroken") as (admin, topic, producer):
 
         def scenario() -> list[socket.socket]:
             producer.start()
@@ -102,44 +96,34 @@ async def test_a_broken_socket_sends_on_the_loop_once_and_shutdown_closes_the_so
 async def test_a_blocking_send_from_the_client_loop_is_refused(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectOnLoop")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-    producer = Producer(unique("DPL"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectOnLoop") as (_, topic, producer):
 
-    def scenario() -> None:
-        producer.start()
-        try:
-            producer.send(Message.create(topic, "routes"))  # later sends could go direct
-            outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
+        def scenario() -> None:
+            with producer:
+                producer.send(Message.create(topic, "routes"))  # later sends could go direct
+                outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
 
-            def on_the_loop() -> None:
-                try:
-                    producer.send(Message.create(topic, "from the loop"))
-                    outcome.set_result(None)
-                except BaseException as exc:
-                    outcome.set_exception(exc)
+                def on_the_loop() -> None:
+                    try:
+                        producer.send(Message.create(topic, "from the loop"))
+                        outcome.set_result(None)
+                    except BaseException as exc:
+                        outcome.set_exception(exc)
 
-            blocking._loop().loop.call_soon_threadsafe(on_the_loop)
-            with pytest.raises(RuntimeError, match="cannot be called from the client loop"):
-                outcome.result(10)
-        finally:
-            producer.shutdown()
+                blocking._loop().loop.call_soon_threadsafe(on_the_loop)
+                with pytest.raises(RuntimeError, match="cannot be called from the client loop"):
+                    outcome.result(10)
 
-    await asyncio.to_thread(scenario)
+        await asyncio.to_thread(scenario)
 
 
 async def test_oneway_sends_leave_from_the_callers_thread_and_a_broken_socket_falls_back(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectOneway")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPO"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectOneway") as (admin, topic, producer):
 
         def scenario() -> None:
-            producer.start()
-            try:
+            with producer:
                 producer.send(Message.create(topic, "routes"))
                 for i in range(200):
                     producer.send_oneway(Message.create(topic, f"o{i}"))
@@ -147,8 +131,6 @@ async def test_oneway_sends_leave_from_the_callers_thread_and_a_broken_socket_fa
                 sock.shutdown(socket.SHUT_RDWR)
                 producer.send_oneway(Message.create(topic, "after the break"))  # through the loop
                 assert sock not in producer._direct._open
-            finally:
-                producer.shutdown()
 
         await asyncio.to_thread(scenario)
         wanted = sorted(["routes", "after the break"] + [f"o{i}" for i in range(200)])
@@ -164,10 +146,7 @@ async def test_oneway_sends_leave_from_the_callers_thread_and_a_broken_socket_fa
 async def test_sends_to_a_chosen_queue_leave_from_the_callers_thread_and_the_selector_runs_there_once(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectChosen")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPC"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectChosen") as (admin, topic, producer):
         calls: list[threading.Thread] = []
 
         def by_number(queues: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
@@ -297,10 +276,7 @@ async def test_sockets_idle_too_long_or_to_a_broker_that_moved_are_swept(
 async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_it_on_the_loop_once(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectBatch")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPT"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectBatch") as (admin, topic, producer):
 
         def scenario() -> list[int]:
             with producer:
@@ -330,10 +306,7 @@ async def test_a_batch_leaves_from_the_callers_thread_and_a_broken_socket_sends_
 async def test_a_failed_send_to_a_chosen_queue_is_raised_not_sent_elsewhere(
     namesrv: ServerProcess, broker: ServerProcess
 ) -> None:
-    topic = unique("DirectChosenFails")
-    async with Admin(namesrv) as admin:
-        await admin.create_topic(topic, [broker], queues=QUEUES)
-        producer = Producer(unique("DPF"), config=client_config(namesrv))
+    async with topic_and_blocking_producer(namesrv, broker, "DirectChosenFails") as (admin, topic, producer):
 
         def scenario() -> None:
             with producer:

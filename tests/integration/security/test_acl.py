@@ -506,27 +506,21 @@ async def test_blocking_producer_signs_the_sends_it_makes_on_its_own_thread(
     from orbitmq import Producer as BlockingProducer
 
     await ensure_topic(namesrv)
-    fast = {"namesrv_addrs": [namesrv.address], "rebalance_interval": 1.0}
+
+    def signed(group: str, credentials: tuple[str, str]) -> BlockingProducer:
+        # No retries: a refused attempt on this thread would otherwise be sent again, signed, on the loop.
+        config = ClientConfig(namesrv_addrs=[namesrv.address], rebalance_interval=1.0)
+        access_key, secret_key = credentials
+        return BlockingProducer(
+            group, config=config, access_key=access_key, secret_key=secret_key, retry_times=0
+        )
 
     def scenario() -> None:
-        # No retries: a refused attempt on this thread would otherwise be sent again, signed, on the loop.
-        with BlockingProducer(
-            "AclBlocking",
-            config=ClientConfig(**fast),
-            access_key=PRODUCER[0],
-            secret_key=PRODUCER[1],
-            retry_times=0,
-        ) as producer:
+        with signed("AclBlocking", PRODUCER) as producer:
             for i in range(5):
                 assert producer.send(Message.create(TOPIC, f"b{i}")).status is SendStatus.SEND_OK
             assert len(producer._direct._open) == 1  # the sends after the first left from this thread
-        with BlockingProducer(
-            "AclBlocking2",
-            config=ClientConfig(**fast),
-            access_key=CONSUMER[0],
-            secret_key=CONSUMER[1],
-            retry_times=0,
-        ) as intruder:
+        with signed("AclBlocking2", CONSUMER) as intruder:
             intruder.send_oneway(Message.create(TOPIC, "routes"))  # (refused quietly: a oneway)
             for _ in range(2):  # the second one certainly from this thread
                 with pytest.raises(BrokerError) as info:
