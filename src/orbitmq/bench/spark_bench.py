@@ -9,8 +9,12 @@ queues on each), fills a topic with N messages of `size` bytes, then reports row
                       the client-side ceiling of a read
   arrow ceiling       Spark reading pre-built Arrow batches of the same schema from a trivial Python
                       data source into the noop sink: the most a Python source can deliver here
+  arrow stream ceiling  the same batches from a trivial Python streaming source, one availableNow
+                      micro-batch into noop: the most a Python source can deliver as a stream (it
+                      pays the query's start and Spark's streaming bookkeeping, as every stream does)
   batch read          spark.read.format("orbitmq") ... into noop (first run, then warm)
-  availableNow        spark.readStream.format("orbitmq") ... trigger(availableNow) into noop
+  availableNow        spark.readStream.format("orbitmq") ... trigger(availableNow) into noop, compared
+                      with the stream ceiling (and, in its note, with the batch read ceiling)
   first write         the session's first orbitmq writes (~20k rows, body only, then all columns, the
                       same partitions): Spark's Python workers importing the connector, routes
                       looked up, code paths warmed; reported, not compared
@@ -38,10 +42,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import struct
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,7 +51,14 @@ from typing import Any
 
 from orbitmq.bench.apache_rmq import ENV_HOME, RocketMQInstall, configured_home, find_install
 from orbitmq.bench.driver import DriverUnavailable
-from orbitmq.bench.spark_refs import ENTRY, CeilingSource, SinkCeiling, produce, raw_consume
+from orbitmq.bench.spark_latency import ROWS_MEASURED, stream_latency
+from orbitmq.bench.spark_refs import (
+    CeilingSource,
+    SinkCeiling,
+    StreamCeilingSource,
+    produce,
+    raw_consume,
+)
 from orbitmq.bench.spark_tree_wait import TreeWait
 from orbitmq.message.model import MessageQueue
 from orbitmq.spark.broker_access import BrokerAccess
@@ -113,33 +122,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.brokers > 1:
         where += f" on each of {args.brokers} brokers"
     print(f"\norbitmq Spark connector, {n:,} messages of {size} B, {where}, local[2]{tuning}")
-    # W7's target is a ratio to the Arrow ceiling of the same run (the box is shared and noisy): reads
-    # against the read ceiling, each write against the writer ceiling with the same columns.
+    # W7's target is a ratio to the Arrow ceiling of the same run (the box is shared and noisy): batch
+    # reads against the read ceiling, availableNow streams against the streaming one (and, in the note,
+    # the read ceiling too), each write against the writer ceiling with the same columns.
     print(f"{'path':<52}{'rows/s':>12}{'x ceiling':>11}  note")
     for name, rate, note in results:
         ceiling = ceiling_for(name, results)
         ratio = f"{rate / ceiling:.2f}" if ceiling and rate else "-"
-        print(f"{name:<52}{rate:>12,.0f}{ratio:>11}  {note}")
+        read_ceiling = ceiling_for(READ_CEILING, results) if name.startswith(AVAILABLE_NOW) else 0.0
+        also = f"; {rate / read_ceiling:.2f}x the batch read ceiling" if read_ceiling and rate else ""
+        print(f"{name:<52}{rate:>12,.0f}{ratio:>11}  {note}{also}")
     return 0
 
 
 READ_CEILING = "arrow ceiling (Spark, pre-built batches -> noop)"
+STREAM_CEILING = "arrow stream ceiling (availableNow, pre-built -> noop)"
+AVAILABLE_NOW = "availableNow stream -> noop"
 WRITE_CEILING = "arrow writer ceiling (Spark -> counting Arrow sink)"
 WRITE_ALL_CEILING = "arrow writer ceiling, all columns"
 FIRST_WRITE = "first orbitmq write of the session (~20k rows)"
-ROWS_MEASURED = "rows measured"  # "<count> rows measured" in a note: the row's own count, not N
 
 
 def ceiling_for(name: str, results: list[tuple[str, float, str]]) -> float:
     """The mean of the warm rows of the ceiling that `name` is compared with (0: none applies)."""
     if name.startswith(("stream latency", "produce", "first orbitmq write")):
         return 0.0
+    if name.startswith((AVAILABLE_NOW, STREAM_CEILING)):
+        # A stream pays Spark's streaming machinery (query start, planning and commits through the
+        # streaming runner, offset and commit logs) whatever its source; runs without the streaming
+        # ceiling fall back to the read ceiling.
+        stream = ceiling_for_named(STREAM_CEILING, results)
+        return stream or ceiling_for_named(READ_CEILING, results)
     if name.startswith(("batch write, all columns", "arrow writer ceiling, all")):
         wanted = WRITE_ALL_CEILING
     elif name.startswith(("batch write", "arrow writer ceiling")):
         wanted = WRITE_CEILING
     else:
         wanted = READ_CEILING
+    return ceiling_for_named(wanted, results)
+
+
+def ceiling_for_named(wanted: str, results: list[tuple[str, float, str]]) -> float:
+    """The mean of the warm rows named `wanted` (0: none)."""
     warm = [rate for n, rate, note in results if n == wanted and note.split(";")[0] == "warm"]
     return sum(warm) / len(warm) if warm else 0.0
 
@@ -207,6 +231,7 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(CeilingSource)
+        spark.dataSource.register(StreamCeilingSource)
         spark.dataSource.register(SinkCeiling)
 
         def ceiling() -> None:
@@ -218,12 +243,14 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
                 "overwrite"
             ).save()
 
-        def available_now() -> str:
+        def available_now(source: str = "orbitmq") -> str:
+            """An availableNow query from `source` (the connector, or the streaming ceiling) into noop."""
             checkpoint = workdir / f"checkpoint-{time.monotonic_ns()}"
-            stream = (
-                spark.readStream.format("orbitmq").options(**read_options)
-                .option("startingOffsets", "earliest").load()
-            )  # fmt: skip
+            if source == "orbitmq":
+                options = {**read_options, "startingOffsets": "earliest"}
+            else:
+                options = {"rows": str(n), "size": str(size), "parts": str(args.queues)}
+            stream = spark.readStream.format(source).options(**options).load()
             query = (
                 stream.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
                 .trigger(availableNow=True).start()
@@ -236,14 +263,21 @@ def run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, float, str]]
             busy = sum(p["numInputRows"] / p["processedRowsPerSecond"] for p in progress)
             return f"engine {n / busy:,.0f}/s over {len(progress)} micro-batch(es)"
 
+        def stream_ceiling() -> str:
+            return available_now("arrow_stream_ceiling")
+
         # Read rows, the ceiling measured right before and after them (A/B interleaved, same minute).
+        # Each kind of query runs once first: its first run starts Spark's Python workers for it.
         if not args.skip_reads:
             measure("batch read -> noop", batch_read, "first query of the session")
             measure(READ_CEILING, ceiling, "warm-up run")
+            measure(STREAM_CEILING, stream_ceiling, "warm-up run")
+            measure(AVAILABLE_NOW, available_now, "first stream of the session")
         for _ in range(0 if args.skip_reads else args.rounds):
             measure(READ_CEILING, ceiling, "warm")
             measure("batch read -> noop", batch_read, "warm")
-            measure("availableNow stream -> noop", available_now, "wall incl. query start")
+            measure(STREAM_CEILING, stream_ceiling, "warm")
+            measure(AVAILABLE_NOW, available_now, "wall incl. query start")
 
         frame: Any = None
         every_column = (
@@ -362,17 +396,6 @@ def wait_for_brokers(access: BrokerAccess, count: int, timeout: float = 60.0) ->
     return found
 
 
-def _stop_between_batches(query: Any, patience: float = 10.0) -> None:
-    """Stop a foreachBatch query while no micro-batch runs, if one ends within `patience` seconds.
-    Interrupting a running foreachBatch makes Spark match its Py4J error text against a regex to tell
-    an interruption from a failure, and on a long text that match overflows the JVM's stack (a
-    StackOverflowError in the stream execution thread, printed at the end of the run)."""
-    deadline = time.monotonic() + patience
-    while time.monotonic() < deadline and query.status.get("isTriggerActive"):
-        time.sleep(0.05)
-    query.stop()
-
-
 def rocketmq_install(flag: Path | None) -> RocketMQInstall | str:
     """The Apache RocketMQ to run the reference rows against, or why there is none."""
     home = configured_home(flag)
@@ -382,87 +405,6 @@ def rocketmq_install(flag: Path | None) -> RocketMQInstall | str:
         return find_install(home)
     except DriverUnavailable as exc:
         return str(exc)
-
-
-def stream_latency(
-    spark: Any,
-    server: Any,
-    args: argparse.Namespace,
-    workdir: Path,
-    wait: TreeWait,
-    *,
-    brokers: dict[str, str],
-) -> tuple[str, float, str]:
-    """A processingTime 1 s query over a topic fed live at `args.rate` msgs/s; each row's delay is
-    (time it reached the sink, a foreachBatch in this driver) - (its born timestamp)."""
-    access = BrokerAccess([server.address], timeout_s=30)
-    stop = threading.Event()
-    sent = [0]
-    props = b"TAGS\x01live"
-    per_tick = max(1, args.rate // 100)  # 100 batches a second
-    body = b"x" * args.size
-    entry = ENTRY.pack(22 + len(body) + len(props), 0, 0, 0, len(body)) + body
-    entry += struct.pack(">h", len(props)) + props
-
-    targets = [(broker, addr, q) for broker, addr in sorted(brokers.items()) for q in range(args.queues)]
-
-    def producer() -> None:
-        next_tick = time.monotonic()
-        turn = 0
-        while not stop.is_set():
-            broker, addr, queue = targets[turn]
-            header = {"a": "bench", "b": "bench_live", "c": "TBW102", "d": "4", "e": str(queue), "f": "0",
-                      "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
-                      "m": "true", "n": broker}  # fmt: skip
-            resp = access.run(access.send_batch_raw(addr, header, entry * per_tick, 30.0))
-            if resp.code == 0:
-                sent[0] += per_tick
-            turn = (turn + 1) % len(targets)
-            next_tick += 0.01
-            time.sleep(max(0.0, next_tick - time.monotonic()))
-
-    delays: list[float] = []
-    received = [0]
-    warm_until = [0.0]
-
-    def sink(batch_df: Any, batch_id: int) -> None:
-        born = [r[0] for r in batch_df.selectExpr("unix_millis(born_timestamp)").collect()]
-        now = time.time() * 1000
-        received[0] += len(born)
-        if time.monotonic() >= warm_until[0]:
-            delays.extend(now - b for b in born)
-
-    thread = threading.Thread(target=producer, name="live-producer", daemon=True)
-    thread.start()
-    query = (
-        spark.readStream.format("orbitmq").option("namesrv", server.address).option("topic", "bench_live")
-        .option("startingOffsets", "latest").load()
-        .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "latency-checkpoint"))
-        .trigger(processingTime="1 second").start()
-    )  # fmt: skip
-    try:
-        warm_until[0] = time.monotonic() + 5.0  # query start and the first batches
-        time.sleep(5.0)
-        wait.start()
-        rows_before, started = received[0], time.perf_counter()
-        time.sleep(args.latency_seconds)
-        wall = time.perf_counter() - started
-        rows = received[0] - rows_before
-    finally:
-        stop.set()
-        thread.join(10)
-        _stop_between_batches(query)
-        access.close()
-    delays.sort()
-    if not delays:
-        return ("stream latency (processingTime 1 s, live producer)", 0.0, "no rows reached the sink")
-    p50 = delays[len(delays) // 2]
-    p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
-    note = (
-        f"latency p50 {p50:.0f} ms p99 {p99:.0f} ms over {len(delays):,} rows; producer "
-        f"{args.rate:,}/s; {wait.note(wall)}; {rows:,} {ROWS_MEASURED}"
-    )
-    return ("stream latency (processingTime 1 s, live producer)", rows / wall, note)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The references `orbitmq bench spark` measures the connector against, in the same run: the broker's
 raw batch-send rate (`produce`), the connector's pull + decode without Spark (`raw_consume`), and the
-Arrow ceilings: a Python source yielding ready batches of the source's schema (`CeilingSource`) and a
-Python sink that only drains what Spark hands it (`SinkCeiling`).
+Arrow ceilings: a Python source yielding ready batches of the source's schema (`CeilingSource`), the
+same as a streaming source for availableNow queries (`StreamCeilingSource`), and a Python sink that only
+drains what Spark hands it (`SinkCeiling`).
 
 A module of its own (not the script's `__main__`), so Spark's Python workers import these classes by
 name.
@@ -20,6 +21,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
@@ -106,20 +108,67 @@ class CeilingSource(DataSource):
         return CeilingReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["parts"]))
 
 
+def _split(rows: int, parts: int) -> list[InputPartition]:
+    """`rows` over `parts` partitions, every row in one (the first ones take the remainder)."""
+    return [InputPartition(rows // parts + (1 if i < rows % parts else 0)) for i in range(parts)]
+
+
+def _ready_batches(rows: int, size: int) -> Iterator[pa.RecordBatch]:
+    template = _template_batch(min(65536, rows), size)
+    remaining = rows
+    while remaining > 0:
+        n = min(template.num_rows, remaining)
+        yield template.slice(0, n)
+        remaining -= n
+
+
 class CeilingReader(DataSourceReader):
     def __init__(self, rows: int, size: int, parts: int) -> None:
         self.rows, self.size, self.parts = rows, size, parts
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(self.rows // self.parts) for _ in range(self.parts)]
+        return _split(self.rows, self.parts)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        remaining = int(partition.value)
-        template = _template_batch(min(65536, remaining), self.size)
-        while remaining > 0:
-            n = min(template.num_rows, remaining)
-            yield template.slice(0, n)
-            remaining -= n
+        return _ready_batches(int(partition.value), self.size)
+
+
+class StreamCeilingSource(DataSource):
+    """The availableNow ceiling: a streaming source whose one micro-batch is the same ready batches. What
+    Spark's streaming machinery costs a Python source (the query's start, its planning and commit calls
+    through the streaming runner, the offset and commit logs) is in it, and nothing else."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_stream_ceiling"
+
+    def schema(self) -> str:
+        return ROW_DDL
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        opts = self.options
+        return StreamCeilingReader(int(opts["rows"]), int(opts["size"]), int(opts["parts"]))
+
+
+class StreamCeilingReader(DataSourceStreamReader):
+    def __init__(self, rows: int, size: int, parts: int) -> None:
+        self.rows, self.size, self.parts = rows, size, parts
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"rows": 0}
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:
+        return {"rows": self.rows}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        rows = end["rows"] - start["rows"]
+        return _split(rows, self.parts) if rows else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _ready_batches(int(partition.value), self.size)
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
 
 
 class SinkCeiling(DataSource):

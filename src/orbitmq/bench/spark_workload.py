@@ -109,7 +109,7 @@ def ceiling_rate(rows: list[SparkRow]) -> float | None:
 
 LATENCY = re.compile(r"latency p50 (\d+(?:\.\d+)?) ms p99 (\d+(?:\.\d+)?) ms over ([\d,]+) rows")
 # A row measured over another count than the run's N (the first writes' ~20k-row sample, the latency
-# row's window) says so in its note; spark_bench.ROWS_MEASURED (not imported: that module needs pyspark).
+# row's window) says so in its note; spark_latency.ROWS_MEASURED (not imported: that module needs pyspark).
 ROWS_MEASURED = re.compile(r"(?:^|;\s*)(\d[\d,]*) rows measured\b")
 _NOT_A_LABEL = ("wall", "latency", "runq")
 
@@ -153,11 +153,12 @@ def to_measurements(rows: list[SparkRow], messages: int, body_size: int) -> list
         notes = []
         if ratio is not None and math.isfinite(ratio):
             m.extra["ceiling_ratio"] = ratio
-            which = (
-                "Arrow writer ceiling"
-                if row.path.startswith(("batch write", "arrow writer"))
-                else "Arrow ceiling"
-            )
+            if row.path.startswith(("batch write", "arrow writer")):
+                which = "Arrow writer ceiling"
+            elif row.path.startswith(("availableNow", "arrow stream ceiling")):
+                which = "Arrow stream ceiling"  # (the script falls back to the read ceiling without it)
+            else:
+                which = "Arrow ceiling"
             notes.append(f"{ratio:.2f}x the {which} of this run")
         m.extra["rows_per_s"] = row.rows_per_s
         rest = row.note[len(label) :].lstrip(" ;") if label else row.note
