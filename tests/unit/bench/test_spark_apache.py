@@ -55,7 +55,8 @@ def test_stream_rows_name_their_ceiling() -> None:
             f"{'path':<52}{'rows/s':>12}{'x ceiling':>11}  note",
             f"{READ_CEILING:<52}{400_000:>12,}{'1.00':>11}  warm",
             f"{STREAM_CEILING:<52}{200_000:>12,}{'1.00':>11}  warm",
-            f"{AVAILABLE_NOW:<52}{170_000:>12,}{'0.85':>11}  wall incl. query start; 0.43x the batch read ceiling",
+            f"{AVAILABLE_NOW:<52}{170_000:>12,}{'0.85':>11}  wall incl. query start; "
+            "0.43x the batch read ceiling",
         ]
     )
     rows = to_measurements(parse_spark_table(table), 1000, 1024)
