@@ -9,6 +9,12 @@
   flush_wanted.py: no lock, no callback; the sleeping thread is woken once per sleep), and one
   `flushed_listener(offset)` call per round that flushed past a wanted offset, which answers every
   send that round covered.
+  Gathering: senders that wait for their answer come back together, spread over the time they take to
+  send again. When the last round's sends came as such a burst, the thread, woken by the first of the
+  next one, waits until as many have arrived (`wanted.want` wakes it at the count), at most as long as
+  the last flush took and at most `group_commit_gather_max_micros`: one fdatasync then covers the whole
+  burst. Started at once instead, it covered the first send or two, the rest arrived during it, and the
+  round's answers waited for a second one. A lone sender (a burst of one) never waits.
 - ASYNC_FLUSH (FlushRealTimeService): every `flush_interval_commit_log` ms, flush when at least
   `flush_commit_log_least_pages` dirty pages accumulated, or everything every
   `flush_commit_log_thorough_interval` ms.
@@ -31,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from orbitmq.common.errors import StoreError
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
@@ -42,6 +49,7 @@ log = logging.getLogger(__name__)
 
 FlushCallback = Callable[[bool], None]
 _GROUP_COMMIT_WAIT = 0.010
+_GATHER_STALE = 0.1  # s: a round started longer ago than this does not predict the next burst
 
 
 class FlushService:
@@ -56,6 +64,10 @@ class FlushService:
         checkpoint: StoreCheckpoint,
         last_dispatched_timestamp: Callable[[], int],
     ) -> None:
+        if config.group_commit_gather_max_micros < 0:
+            raise StoreError(
+                f"groupCommitGatherMaxMicros must be at least 0, not {config.group_commit_gather_max_micros}"
+            )
         self.config = config
         self.commit_log_files = commit_log_files
         self.last_store_timestamp = last_store_timestamp
@@ -69,6 +81,10 @@ class FlushService:
         # announced, and whether the thread is asleep (then want() wakes it; otherwise it will look).
         self.wanted = FlushWanted()
         self._announced = 0
+        # Gathering: `wanted.sends` when the last round started, and how many sends came for it.
+        self._round_sends = 0
+        self._last_round_arrivals = 0
+        self._round_started = 0.0
         self.flushed_listener: Callable[[int], None] | None = None
         self._thread: threading.Thread | None = None
         self._logics_thread: threading.Thread | None = None
@@ -264,10 +280,31 @@ class FlushService:
                 running = self._running
             if not running:
                 break
+            if config.sync_flush and wanted.wanted > files.flushed_where:
+                self._gather()
             try:
                 self._round()
             except Exception:
                 log.exception("flush round failed")
+
+    def _gather(self) -> None:
+        """Before a group commit: wait for the rest of a burst like the last round's (module doc)."""
+        wanted = self.wanted
+        start = self._round_sends
+        # A burst long ago says nothing about this one (its senders come back within milliseconds).
+        now = time.monotonic()
+        expected = self._last_round_arrivals if now - self._round_started < _GATHER_STALE else 0
+        limit = min(self.config.group_commit_gather_max_micros / 1e6, self.flush_seconds_last)
+        if expected > 1 and limit > 0:
+            with self._cond:
+                if self._running and wanted.sends - start < expected:
+                    wanted.gather_until = start + expected
+                    self._cond.wait(limit)
+                    wanted.gather_until = 0
+        sends = wanted.sends
+        self._last_round_arrivals = sends - start
+        self._round_sends = sends
+        self._round_started = now
 
     def _round(self) -> None:
         config = self.config

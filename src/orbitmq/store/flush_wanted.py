@@ -9,18 +9,27 @@ from __future__ import annotations
 
 
 class FlushWanted:
-    __slots__ = ("sleeping", "wanted")
+    __slots__ = ("gather_until", "sends", "sleeping", "wanted")
 
     def __init__(self) -> None:
         self.wanted = 0  # the highest end offset a waiting send needs flushed
         self.sleeping = False  # set by the flusher before it looks at `wanted` and sleeps
+        self.sends = 0  # want() calls so far: what the group commit's gathering counts
+        self.gather_until = 0  # while the flusher gathers a round: wake it when `sends` gets here (0: not)
 
     def want(self, end_offset: int) -> bool:
-        """Raise `wanted` to `end_offset`. True when the flusher sleeps and must be woken: once per
-        sleep, whatever the number of sends of a burst (`sleeping` is cleared here)."""
+        """Raise `wanted` to `end_offset`. True when the flusher must be woken: once per sleep, whatever
+        the number of sends of a burst (`sleeping` is cleared here), and once when the round it gathers
+        is complete (`gather_until` is cleared here)."""
         if end_offset > self.wanted:  # noqa: PLR1730 -- compiled, max() is a generic builtin call
             self.wanted = end_offset
+        sends = self.sends + 1
+        self.sends = sends
         if self.sleeping:
             self.sleeping = False
+            return True
+        gather = self.gather_until
+        if gather and sends >= gather:
+            self.gather_until = 0
             return True
         return False

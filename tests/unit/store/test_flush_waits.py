@@ -5,17 +5,20 @@ order, each exactly once; FLUSH_DISK_TIMEOUT when no flush comes in time; at onc
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from orbitmq.broker.processors.flush_waits import FlushWaits
+from orbitmq.common.errors import StoreError
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.store import MessageStore
 from orbitmq.store.flush import FlushService
+from orbitmq.store.flush_wanted import FlushWanted
 
 from .conftest import make_message, small_config
 
@@ -135,3 +138,69 @@ def test_want_wakes_a_sleeping_flusher(tmp_path: Path) -> None:
         assert s.flushed_offset >= r.end_offset
     finally:
         s.shutdown()
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"not {what} within 10 s")
+
+
+def _sends(store: MessageStore, flusher: FlushService, n: int) -> list[bool]:
+    """`n` SYNC_FLUSH sends as the broker makes them: a put, then want(); what each want() answered."""
+    return [flusher.wanted.want(store.put_message(make_message()).end_offset) for _ in range(n)]
+
+
+def test_want_wakes_a_gathering_flusher_at_the_count() -> None:
+    wanted = FlushWanted()
+    wanted.gather_until = 3
+    assert [wanted.want(10), wanted.want(20), wanted.want(30), wanted.want(40)] == [False, False, True, False]
+    assert wanted.gather_until == 0 and wanted.sends == 4 and wanted.wanted == 40
+
+
+def test_a_group_commit_gathers_a_burst_like_the_last_one(store: MessageStore) -> None:
+    """After a round of 4 sends, the next round waits for 4 before its fdatasync (here the last flush
+    is said to have taken 30 s, so only the count can end the wait); one send alone is not waited for,
+    nor is a burst that came long ago."""
+    flusher = _flusher(store)
+    flusher._running = True  # (its thread is stopped: the test plays it)
+    flusher.config.group_commit_gather_max_micros = 30_000_000
+    _sends(store, flusher, 4)
+    flusher._gather()  # the first round: nothing known, no wait
+    flusher._round()
+    assert flusher._last_round_arrivals == 4
+    flusher.flush_seconds_last = 30.0
+    flusher._round_started = time.monotonic()  # (however long the first flush took)
+    _sends(store, flusher, 1)
+    gathering = threading.Thread(target=flusher._gather)
+    gathering.start()
+    _wait_for(lambda: flusher.wanted.gather_until == 8, "gathering")
+    assert _sends(store, flusher, 2) == [False, False]
+    assert gathering.is_alive() and flusher.wanted.gather_until == 8
+    assert _sends(store, flusher, 1) == [True]  # the fourth: the broker wakes the flusher
+    flusher.wake()
+    gathering.join(10)
+    assert not gathering.is_alive()
+    assert flusher._last_round_arrivals == 4 and flusher.wanted.gather_until == 0
+    flusher._round()
+    # a lone send after a round of one: no wait (gathering would hold it for 30 s)
+    flusher._last_round_arrivals = 1
+    flusher._round_started = time.monotonic()
+    _sends(store, flusher, 1)
+    flusher._gather()
+    assert flusher._last_round_arrivals == 1
+    flusher._round()
+    # a burst of 4 a second ago says nothing about this send
+    flusher._last_round_arrivals = 4
+    flusher._round_started = time.monotonic() - 1.0
+    _sends(store, flusher, 1)
+    flusher._gather()
+    assert flusher._last_round_arrivals == 1
+
+
+def test_gather_limit_is_a_checked_config_key(tmp_path: Path) -> None:
+    s = MessageStore(small_config(tmp_path, flush_disk_type="SYNC_FLUSH", group_commit_gather_max_micros=-1))
+    with pytest.raises(StoreError, match="groupCommitGatherMaxMicros must be at least 0, not -1"):
+        s.load()
