@@ -297,10 +297,12 @@ class FlushService:
         limit = min(self.config.group_commit_gather_max_micros / 1e6, self.flush_seconds_last)
         if expected > 1 and limit > 0:
             with self._cond:
-                if self._running and wanted.sends - start < expected:
-                    wanted.gather_until = start + expected
+                # The mark first, then the count: a send counted in between sees the mark and wakes us
+                # (its wake() waits for this lock, which the wait releases), so none is missed.
+                wanted.gather_until = start + expected
+                if self._running and wanted.sends < start + expected:
                     self._cond.wait(limit)
-                    wanted.gather_until = 0
+                wanted.gather_until = 0
         sends = wanted.sends
         self._last_round_arrivals = sends - start
         self._round_sends = sends
