@@ -185,19 +185,19 @@ def test_a_group_commit_gathers_a_burst_like_the_last_one(store: MessageStore) -
     assert not gathering.is_alive()
     assert flusher._last_round_arrivals == 4 and flusher.wanted.gather_until == 0
     flusher._round()
-    # a lone send after a round of one: no wait (gathering would hold it for 30 s)
-    flusher._last_round_arrivals = 1
-    flusher._round_started = time.monotonic()
-    _sends(store, flusher, 1)
-    flusher._gather()
-    assert flusher._last_round_arrivals == 1
-    flusher._round()
-    # a burst of 4 a second ago says nothing about this send
-    flusher._last_round_arrivals = 4
-    flusher._round_started = time.monotonic() - 1.0
-    _sends(store, flusher, 1)
-    flusher._gather()
-    assert flusher._last_round_arrivals == 1
+    # a lone send after a round of one, and a send after a burst of 4 a second ago: neither waits
+    # (each gathering would hold it for the 30 s the last flush is said to have taken)
+    for arrivals, age in ((1, 0.0), (4, 1.0)):
+        flusher.flush_seconds_last = 30.0
+        flusher._last_round_arrivals = arrivals
+        flusher._round_started = time.monotonic() - age
+        _sends(store, flusher, 1)
+        alone = threading.Thread(target=flusher._gather)
+        alone.start()
+        alone.join(10)
+        assert not alone.is_alive(), (arrivals, age)
+        assert flusher._last_round_arrivals == 1
+        flusher._round()
 
 
 def test_gather_limit_is_a_checked_config_key(tmp_path: Path) -> None:
