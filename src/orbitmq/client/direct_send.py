@@ -99,10 +99,12 @@ class DirectSender:
 
     def choose(self, msg: Message, selector: MessageQueueSelector, arg: Any) -> MessageQueue | None:
         """`selector`'s queue, chosen on this thread from the cached route; None when the route is not
-        at hand (nothing was called: the loop chooses then)."""
+        at hand or the send cannot be made here anyway (nothing was called: the loop chooses then)."""
+        if not self._usable():
+            return None
         producer = self._producer
         info = producer.publish_info.get(msg.topic)
-        if self._closed or producer.instance is None or not producer.started or info is None or not info.ok:
+        if info is None or not info.ok:
             return None
         producer._validate(msg)
         return chosen_queue(info, msg, selector, arg)
