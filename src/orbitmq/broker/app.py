@@ -244,6 +244,10 @@ class BrokerApp:
         delay = self.config.index_defer_millis / 1000
         self._store.dispatcher.index_pending_max = self.config.index_defer_max_entries
         self._store.defer_index_to(lambda flush: loop.call_later(delay, flush))
+        # A plain send is answered before its consume-queue entry is written: the transport calls
+        # dispatch_deferred after each request, once the answer left and before anything else runs.
+        self.server.dispatcher.after_request = self._store.dispatch_deferred
+        self._store.defer_dispatch_between_requests()
         c = self.config
         tx_config = TransactionConfig(
             check_interval_ms=c.transaction_check_interval,

@@ -4,7 +4,11 @@ A synchronous library: the broker's event loop calls `put_message`/`get_messages
 block on disk); one flusher thread does fdatasync (flush.py). Puts from several threads are serialized
 by one write lock (append + dispatch together, so consume queues stay in log order). Appends are
 dispatched to the consume queues and the index inline, in the same call, so a pull right after a put
-sees the message and arrival listeners fire before `put_message` returns.
+sees the message and arrival listeners fire before `put_message` returns -- unless the caller defers a
+single put's dispatch (`put_message(..., dispatch_later=True)`, allowed after
+`defer_dispatch_between_requests()`) and calls `dispatch_deferred()` itself once it has answered the
+sender (the broker, after each request). Every other read and write of the store dispatches deferred
+puts first, so the consume queues never lag the log where anyone can look.
 
 Transient store pool (`transientStorePoolEnable`, only with ASYNC_FLUSH on a non-SLAVE broker): appends
 go into an off-file buffer and become visible -- to reads, the HA master, the flusher, and the consume
@@ -116,6 +120,10 @@ class MessageStore(StoreReads):
         self.recovery_progress = recovery_progress
         self._safe_topics: set[str] = set()
         self._write_lock = threading.RLock()
+        # Single puts whose dispatch waits for `dispatch_deferred()` (put_message(..., dispatch_later=True),
+        # allowed once `defer_dispatch_between_requests()` was called); see put_message.
+        self._deferred: list[DispatchRequest] = []
+        self._may_defer = False
         # One lock per put: the commit log's put lock is this write lock (re-entrant for retention,
         # commit and truncation, which take both).
         self.commit_log.put_lock = self._write_lock
@@ -201,6 +209,7 @@ class MessageStore(StoreReads):
             return
         self._shutdown = True
         self._running = False
+        self.dispatch_deferred()
         self.flush_index()
         if self.committer is not None:
             self.commit(thorough=True)
@@ -277,7 +286,14 @@ class MessageStore(StoreReads):
         self._safe_topics.add(topic)
         return None
 
-    def put_message(self, msg: StoreMessage) -> PutMessageResult:
+    def put_message(self, msg: StoreMessage, *, dispatch_later: bool = False) -> PutMessageResult:
+        """Append one message and dispatch it to its consume queue and the key index -- at once, or with
+        `dispatch_later` (honoured once `defer_dispatch_between_requests()` was called) at the next
+        `dispatch_deferred()`, which the caller makes before anything else runs on its thread: the
+        broker answers the send first (the record is in the page cache then, so the answer survives a
+        crash of the process) and dispatches right after the write, before its next request. Every read
+        and write of the store dispatches deferred puts first, so none of them sees the log ahead of
+        the consume queues."""
         # (the per-message path: _refuse's checks inline first, its call only when one of them trips)
         if not self._running or self.config.broker_role == SLAVE or self.retention.disk_full:
             refused = self._refuse()
@@ -293,6 +309,8 @@ class MessageStore(StoreReads):
         lock = self._write_lock
         lock.acquire()
         try:
+            if self._deferred:  # (consume-queue entries in log order)
+                self._dispatch_deferred_locked()
             try:
                 result, requests = self.commit_log.put(msg)
             except SegmentCreateError as exc:
@@ -301,7 +319,10 @@ class MessageStore(StoreReads):
                 log.exception("put failed")
                 return self._failed(PutMessageStatus.UNKNOWN_ERROR, str(exc))
             if self.committer is None and result.ok:  # _after_put's common case, inline
-                self.dispatcher.dispatch(requests)
+                if dispatch_later and self._may_defer:
+                    self._deferred.append(requests[0])
+                else:
+                    self.dispatcher.dispatch(requests)
                 stats = self.stats
                 stats.put_message_times_total += result.msg_num
                 stats.put_message_size_total += result.wrote_bytes
@@ -333,6 +354,8 @@ class MessageStore(StoreReads):
             )
             scanned = None
         with self._write_lock:
+            if self._deferred:  # (consume-queue entries in log order)
+                self._dispatch_deferred_locked()
             try:
                 if scanned is not None:
                     result, run = append_scanned(self.commit_log, batch, scanned)
@@ -370,6 +393,21 @@ class MessageStore(StoreReads):
             stats.put_message_failed_times += 1
         return result
 
+    def defer_dispatch_between_requests(self) -> None:
+        """Allow put_message(..., dispatch_later=True): the caller promises to call `dispatch_deferred()`
+        after each request that may have put one, before its thread runs anything else."""
+        self._may_defer = True
+
+    def dispatch_deferred(self) -> None:
+        """Dispatch the puts made with `dispatch_later` (cheap when there are none)."""
+        if self._deferred:
+            with self._write_lock:
+                self._dispatch_deferred_locked()
+
+    def _dispatch_deferred_locked(self) -> None:
+        requests, self._deferred = self._deferred, []
+        self.dispatcher.dispatch(requests)
+
     def defer_index_to(self, schedule: Callable[[Callable[[], None]], object]) -> None:
         """Write key-index entries of single puts later, in one batch: `schedule(fn)` is called when the
         first entry is deferred and must call `fn` soon on the writer's thread (the broker passes a 10 ms
@@ -380,6 +418,8 @@ class MessageStore(StoreReads):
     def flush_index(self) -> None:
         """Write the deferred key-index entries now."""
         with self._write_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             self.dispatcher.flush_index()
 
     def commit(self, *, thorough: bool = False) -> int:
@@ -391,6 +431,8 @@ class MessageStore(StoreReads):
         if committer is None or not self._loaded:
             return 0
         with self._write_lock, self.commit_log.put_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             committed = committer.commit_round(thorough=thorough)
             self.dispatcher.dispatch(committer.take_committed())
         return committed
@@ -425,7 +467,7 @@ class MessageStore(StoreReads):
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
     ) -> QueryMessageResult:
-        if self.dispatcher.index_pending:
+        if self.dispatcher.index_pending or self._deferred:
             self.flush_index()
         return self.reads.query_message(topic, key, max_num, begin_ms, end_ms)
 
@@ -442,6 +484,8 @@ class MessageStore(StoreReads):
     def delete_topics(self, topics: set[str]) -> None:
         """Drop the consume queues of `topics` (their records stay in the log until retention)."""
         with self._write_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             self._delete_topics(topics)
 
     def _delete_topics(self, topics: set[str]) -> None:
@@ -451,6 +495,7 @@ class MessageStore(StoreReads):
                 del self.commit_log.topic_queue_table[key]
 
     def topics(self) -> set[str]:
+        self.dispatch_deferred()
         return self.queues.topics()
 
     def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
@@ -460,6 +505,8 @@ class MessageStore(StoreReads):
         forgotten too: a later message to it starts again at 0. Returns the (topic, queue id) removed."""
         removed: list[tuple[str, int]] = []
         with self._write_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             min_phy = self.commit_log.min_offset
             for cq in self.queues.snapshot():
                 # -1: created but never written (RocketMQ skips those too)
@@ -474,6 +521,8 @@ class MessageStore(StoreReads):
         """Retention round (call every cleanResourceInterval); `now_ms` defaults to the store's clock;
         `force` ignores the deleteWhen hours (RocketMQ's manual delete)."""
         with self._write_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             return self.retention.clean_expired_files(now_ms, force=force)
 
     @property
@@ -511,6 +560,8 @@ class MessageStore(StoreReads):
         """Append replicated bytes (slave) and dispatch the complete records; False if `start_offset`
         does not continue the log."""
         with self._write_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             if not self.commit_log.append_data(start_offset, data):
                 return False
             self.dispatcher.dispatch_from_log()
@@ -530,6 +581,8 @@ class MessageStore(StoreReads):
     def truncate_commit_log(self, offset: int) -> None:
         """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
         with self._write_lock, self.commit_log.put_lock:
+            if self._deferred:
+                self._dispatch_deferred_locked()
             self.dispatcher.flush_index()
             if self.committer is not None:
                 self.committer.discard()

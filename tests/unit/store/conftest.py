@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from orbitmq.common.clock import FakeClock
+from orbitmq.message.batch import BatchEntry
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.property_string import encode_properties
-from orbitmq.store import MessageStore, StoreConfig, StoreMessage
+from orbitmq.store import MessageStore, StoreBatch, StoreConfig, StoreMessage
 
 BORN_HOST = pack_host("10.0.0.7", 50000)
 
@@ -60,6 +61,22 @@ def make_message(
         sys_flag=sys_flag,
         born_timestamp=born,
         born_host=BORN_HOST,
+    )
+
+
+def make_batch(*bodies: bytes, keys: tuple[str, ...] = (), queue_id: int = 0) -> StoreBatch:
+    """A batch of `bodies` to TopicTest as the broker hands it to the store (the i-th with KEYS keys[i])."""
+    entries = [
+        BatchEntry(0, memoryview(body), encode_properties({"KEYS": keys[i]} if i < len(keys) else {}))
+        for i, body in enumerate(bodies)
+    ]
+    return StoreBatch(
+        topic="TopicTest",
+        queue_id=queue_id,
+        sys_flag=0,
+        born_timestamp=1,
+        born_host=BORN_HOST,
+        entries=entries,
     )
 
 

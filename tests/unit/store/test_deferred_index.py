@@ -7,11 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orbitmq.common.clock import FakeClock
-from orbitmq.message.batch import BatchEntry
-from orbitmq.message.property_string import encode_properties
-from orbitmq.store import MessageStore, StoreBatch
+from orbitmq.store import MessageStore
 
-from .conftest import BORN_HOST, make_message, small_config
+from .conftest import make_batch, make_message, small_config
 
 ALL_TIME = 1 << 62
 
@@ -54,17 +52,7 @@ def test_a_batch_after_deferred_puts_keeps_log_order_and_shutdown_writes_the_res
     root = tmp_path / "store"
     store, _ = _open(root, clock)
     store.put_message(make_message(keys="single"))
-    batch = StoreBatch(
-        topic="TopicTest",
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=1,
-        born_host=BORN_HOST,
-        entries=[
-            BatchEntry(0, memoryview(b"b"), encode_properties({"KEYS": key})) for key in ("inbatch", "two")
-        ],
-    )
-    store.put_messages(batch)
+    store.put_messages(make_batch(b"b", b"b", keys=("inbatch", "two")))
     store.put_message(make_message(keys="last"))
     key_index = store.key_index
     assert key_index is not None

@@ -220,6 +220,41 @@ async def test_answers_to_a_chunk_first_one_at_once_then_the_rest_together() -> 
     assert len(transport.written) == 2
 
 
+async def test_after_request_runs_once_per_request_after_its_answer_left(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dispatcher = Dispatcher(name="unit")
+    seen: list[tuple[str, int]] = []  # (what happened, answers written by then)
+    gate = asyncio.Event()
+
+    def echo(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        seen.append(("processor", len(transport.sent_commands())))
+        return RemotingCommand.response(ResponseCode.SUCCESS)
+
+    async def waits(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        await gate.wait()
+        return RemotingCommand.response(ResponseCode.SUCCESS)
+
+    def after() -> None:
+        seen.append(("after", len(transport.sent_commands())))
+        if len(seen) == 2:
+            raise RuntimeError("the work after the first request failed")
+
+    dispatcher.register(11, echo)
+    dispatcher.register(12, waits)
+    dispatcher.after_request = after
+    conn, transport = open_connection(dispatcher)
+    conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(c)) for c in (11, 11, 12)))
+    # The first answer left at once, before its after-work; the second after-work ran before the next
+    # request (the waiting one, whose after-work runs once its wait began); a failing after-work is
+    # logged and the connection goes on.
+    assert seen == [("processor", 0), ("after", 1), ("processor", 1), ("after", 1), ("after", 1)]
+    assert "the work after a request failed" in caplog.text
+    gate.set()
+    await settle()
+    assert len(transport.sent_commands()) == 3 and not conn.closed
+
+
 async def test_a_large_window_leaves_in_parts_while_it_is_still_being_built() -> None:
     # 200 pipelined sends in one iteration: the peer gets the first ones before the last is encoded (it
     # can work meanwhile), in order and in a few writes, not one per command.

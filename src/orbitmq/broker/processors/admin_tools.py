@@ -166,6 +166,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
         index, count = f.req_long("index"), f.req_int("count")
         group = f.opt_str("consumerGroup")
         store = app.store
+        store.dispatch_deferred()  # (its queues as the store's reads see them)
         if store.queues.find(topic, queue_id) is None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
         body: dict[str, Any] = {

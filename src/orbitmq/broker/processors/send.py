@@ -302,7 +302,9 @@ class SendProcessor:
                         properties_read=True,
                         keys=find_property_key(stored, _KEYS_KEY) if _KEYS_ENTRY in stored else None,
                         uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
-                    )
+                    ),
+                    # (to its consume queue after the answer left: the transport's after_request, app.py)
+                    dispatch_later=True,
                 )
                 return self.respond(result, wait, queue_id, topic, store, later=True)
             props = decode_properties(properties_text)
