@@ -313,6 +313,25 @@ class Connection(asyncio.Protocol):
         if busy is not None and self._loop is not None:
             busy.arm(self._loop)
 
+    def send_all(self, cmds: list[RemotingCommand]) -> None:
+        """Write `cmds` now, after what this turn gathered so far, in one writelines (a group commit's
+        answers: the peer gets them all at once instead of the first alone and the rest at the turn's
+        end). Silently dropped if closed."""
+        transport = self._transport
+        if transport is None or self.closed:
+            log.debug("%s: dropping %d commands to closed %s", self.name, len(cmds), self.remote_address)
+            return
+        if not self._receiving:
+            self.last_activity = self._clock.monotonic()
+        out = self._out
+        for cmd in cmds:
+            out += encode_command(cmd)
+        self._out = []
+        transport.writelines(out)
+        busy = self._busy
+        if busy is not None and self._loop is not None:
+            busy.arm(self._loop)
+
     def _flush(self) -> None:
         self._flush_handle = None
         out, self._out = self._out, []

@@ -132,6 +132,41 @@ class Later:
         route.stats.observe(self._started, response, finished)
 
 
+def answer_together(answers: list[tuple[Later, RemotingCommand]]) -> None:
+    """Answer several `Later`s at once (a group commit's round): first every answer, each connection's
+    in one write, then the counting. One after another (`Later.answer`), the first answer left at once
+    but the last only once all the others were built and counted (~4.5 us each on the loop), and the
+    senders waited for theirs that long. An answer that cannot go out plainly (a oneway request, a
+    closed or paused connection) takes `Later.answer`'s way."""
+    finished = perf_counter()
+    sent: list[tuple[_Route, Connection, RemotingCommand, float]] = []
+    batches: dict[Connection, list[RemotingCommand]] = {}
+    for later, response in answers:
+        route = later._route
+        conn = later._conn
+        request = later._request
+        if later._dispatcher is None or route is None or conn is None or request is None:
+            continue  # answered already (or never bound)
+        if request.is_oneway or conn.closed or conn.writing_paused:
+            later.answer(response)
+            continue
+        later._dispatcher = None  # (answered: a second answer does nothing)
+        later._conn = None
+        later._request = None
+        response.response_to(request)
+        batch = batches.get(conn)
+        if batch is None:
+            batch = batches[conn] = []
+        batch.append(response)
+        sent.append((route, conn, response, later._started))
+    for conn, batch in batches.items():
+        conn.send_all(batch)
+    for route, conn, response, started in sent:
+        route.pending -= 1
+        conn.inflight -= 1
+        route.stats.observe(started, response, finished)
+
+
 # Types whose instances are known coroutines (compiled and interpreted `async def` results).
 _coroutine_types: Final[set[type]] = set()
 

@@ -65,9 +65,16 @@ async def _posted() -> None:
         await asyncio.sleep(0)
 
 
-async def test_a_send_is_answered_only_by_a_flush_that_covers_it(store: MessageStore) -> None:
+def _each(covered: list[tuple[Pending, RemotingCommand]]) -> None:
+    """An `answer_all` (the broker's answers a round together) that answers each in turn."""
+    for later, answer in covered:
+        later.answer(answer)
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one-by-one", "together"])
+async def test_a_send_is_answered_only_by_a_flush_that_covers_it(store: MessageStore, together: bool) -> None:
     flusher = _flusher(store)
-    waits = FlushWaits(asyncio.get_running_loop(), flusher, 60_000, Pending)
+    waits = FlushWaits(asyncio.get_running_loop(), flusher, 60_000, Pending, _each if together else None)
     first = store.put_message(make_message(body=b"one"))
     pending_first = waits.add(first.end_offset, _ok(1), _timeout)
     assert isinstance(pending_first, Pending)
@@ -104,6 +111,26 @@ async def test_one_flush_answers_every_send_it_covered_in_order(store: MessageSt
     flusher._round()
     await _posted()
     assert order == [f"ok {i}" for i in range(20)]
+
+
+async def test_a_flush_hands_every_answer_it_covered_over_at_once(store: MessageStore) -> None:
+    flusher = _flusher(store)
+    rounds: list[list[str]] = []
+
+    def answer_all(covered: list[tuple[Pending, RemotingCommand]]) -> None:
+        rounds.append([answer.remark or "" for _, answer in covered])
+
+    waits = FlushWaits(asyncio.get_running_loop(), flusher, 60_000, Pending, answer_all)
+    for i in range(5):
+        r = store.put_message(make_message(body=b"%d" % i))
+        assert isinstance(waits.add(r.end_offset, _ok(i), _timeout), Pending)
+    flusher._round()
+    await _posted()
+    r = store.put_message(make_message(body=b"late"))
+    assert isinstance(waits.add(r.end_offset, _ok(5), _timeout), Pending)
+    flusher._round()
+    await _posted()
+    assert rounds == [[f"ok {i}" for i in range(5)], ["ok 5"]]  # one call per round, in order
 
 
 async def test_no_flush_in_time_answers_flush_disk_timeout(store: MessageStore) -> None:

@@ -13,7 +13,7 @@ from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
 from orbitmq.transport.connection import Connection, split_address
-from orbitmq.transport.dispatch import Dispatcher
+from orbitmq.transport.dispatch import Dispatcher, Later, answer_together
 
 
 class FakeTransport(asyncio.Transport):
@@ -253,6 +253,36 @@ async def test_after_request_runs_once_per_request_after_its_answer_left(
     gate.set()
     await settle()
     assert len(transport.sent_commands()) == 3 and not conn.closed
+
+
+async def test_answers_given_together_leave_in_one_write_per_connection_then_are_counted() -> None:
+    dispatcher = Dispatcher(name="unit")
+    laters: list[Later] = []
+
+    def waits(conn: Connection, request: RemotingCommand) -> Later:
+        later = Later()
+        laters.append(later)
+        return later
+
+    dispatcher.register(11, waits)
+    one, one_transport = open_connection(dispatcher)
+    two, two_transport = open_connection(dispatcher)
+    requests = [RemotingCommand.request(11) for _ in range(5)]
+    oneway = RemotingCommand.request(11, oneway=True)
+    one.data_received(b"".join(encode_command_bytes(r) for r in (*requests[:3], oneway)))
+    two.data_received(b"".join(encode_command_bytes(r) for r in requests[3:]))
+    assert len(laters) == 6 and (one.inflight, two.inflight) == (4, 2)
+    assert dispatcher.pending(11) == 6
+    answers = [RemotingCommand.response(ResponseCode.SUCCESS, remark=str(i)) for i in range(6)]
+    answer_together([*zip(laters, answers, strict=True), (laters[0], answers[0])])  # (the last: again)
+    # each connection's answers in one write, in order; none for the oneway request, none twice
+    assert len(one_transport.written) == 1 and len(two_transport.written) == 1
+    assert [(c.opaque, c.remark) for c in one_transport.sent_commands()] == [
+        (r.opaque, str(i)) for i, r in enumerate(requests[:3])
+    ]
+    assert [c.remark for c in two_transport.sent_commands()] == ["4", "5"]
+    assert (one.inflight, two.inflight) == (0, 0) and dispatcher.pending(11) == 0
+    assert sum(dispatcher.route_stats()[11].responses.values()) == 6
 
 
 async def test_a_large_window_leaves_in_parts_while_it_is_still_being_built() -> None:

@@ -45,6 +45,7 @@ class FlushWaits(Generic[A]):
         flusher: FlushService,
         timeout_ms: int,
         make_later: Callable[[], A],
+        answer_all: Callable[[list[tuple[A, RemotingCommand]]], None] | None = None,
     ) -> None:
         self._loop = loop
         self._flusher = flusher
@@ -53,6 +54,9 @@ class FlushWaits(Generic[A]):
         self._wanted: FlushWanted = flusher.wanted
         self._timeout = timeout_ms / 1000.0
         self._make_later = make_later
+        # A flush round's answers at once (transport.dispatch.answer_together: each connection's in one
+        # write, the counting after); without it, one `answer` call each.
+        self._answer_all = answer_all
         # (end offset, deadline, the pending answer, the success answer, the timeout answer's builder)
         self._waits: collections.deque[tuple[int, float, A, RemotingCommand, TimeoutAnswer]] = (
             collections.deque()
@@ -83,9 +87,18 @@ class FlushWaits(Generic[A]):
 
     def flushed(self, offset: int) -> None:
         waits = self._waits
+        answer_all = self._answer_all
+        if answer_all is None:
+            while waits and waits[0][0] <= offset:
+                _, _, later, answer, _ = waits.popleft()
+                later.answer(answer)
+            return
+        covered: list[tuple[A, RemotingCommand]] = []
         while waits and waits[0][0] <= offset:
             _, _, later, answer, _ = waits.popleft()
-            later.answer(answer)
+            covered.append((later, answer))
+        if covered:
+            answer_all(covered)
 
     def _expire(self) -> None:
         self._timer = None

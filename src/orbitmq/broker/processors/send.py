@@ -59,7 +59,7 @@ from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
-from orbitmq.transport.dispatch import Later
+from orbitmq.transport.dispatch import Later, answer_together
 
 if TYPE_CHECKING:
     from orbitmq.broker.config import BrokerConfig
@@ -492,7 +492,9 @@ class SendProcessor:
             flusher = self.app.store.flusher
             assert flusher is not None, "the store is loaded before the broker serves"
             timeout = self.app.store.config.sync_flush_timeout
-            waits = self._group_commit = FlushWaits(asyncio.get_running_loop(), flusher, timeout, Later)
+            waits = self._group_commit = FlushWaits(
+                asyncio.get_running_loop(), flusher, timeout, Later, answer_together
+            )
         return waits
 
     async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
