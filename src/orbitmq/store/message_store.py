@@ -209,8 +209,7 @@ class MessageStore(StoreReads):
             return
         self._shutdown = True
         self._running = False
-        self.dispatch_deferred()
-        self.flush_index()
+        self.flush_index()  # (which dispatches deferred puts first)
         if self.committer is not None:
             self.commit(thorough=True)
         flusher = self.flusher
@@ -309,8 +308,7 @@ class MessageStore(StoreReads):
         lock = self._write_lock
         lock.acquire()
         try:
-            if self._deferred:  # (consume-queue entries in log order)
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()  # (consume-queue entries in log order)
             try:
                 result, requests = self.commit_log.put(msg)
             except SegmentCreateError as exc:
@@ -354,8 +352,7 @@ class MessageStore(StoreReads):
             )
             scanned = None
         with self._write_lock:
-            if self._deferred:  # (consume-queue entries in log order)
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()  # (consume-queue entries in log order)
             try:
                 if scanned is not None:
                     result, run = append_scanned(self.commit_log, batch, scanned)
@@ -405,8 +402,9 @@ class MessageStore(StoreReads):
                 self._dispatch_deferred_locked()
 
     def _dispatch_deferred_locked(self) -> None:
-        requests, self._deferred = self._deferred, []
-        self.dispatcher.dispatch(requests)
+        if self._deferred:
+            requests, self._deferred = self._deferred, []
+            self.dispatcher.dispatch(requests)
 
     def defer_index_to(self, schedule: Callable[[Callable[[], None]], object]) -> None:
         """Write key-index entries of single puts later, in one batch: `schedule(fn)` is called when the
@@ -418,8 +416,7 @@ class MessageStore(StoreReads):
     def flush_index(self) -> None:
         """Write the deferred key-index entries now."""
         with self._write_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             self.dispatcher.flush_index()
 
     def commit(self, *, thorough: bool = False) -> int:
@@ -431,8 +428,7 @@ class MessageStore(StoreReads):
         if committer is None or not self._loaded:
             return 0
         with self._write_lock, self.commit_log.put_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             committed = committer.commit_round(thorough=thorough)
             self.dispatcher.dispatch(committer.take_committed())
         return committed
@@ -484,8 +480,7 @@ class MessageStore(StoreReads):
     def delete_topics(self, topics: set[str]) -> None:
         """Drop the consume queues of `topics` (their records stay in the log until retention)."""
         with self._write_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             self._delete_topics(topics)
 
     def _delete_topics(self, topics: set[str]) -> None:
@@ -505,8 +500,7 @@ class MessageStore(StoreReads):
         forgotten too: a later message to it starts again at 0. Returns the (topic, queue id) removed."""
         removed: list[tuple[str, int]] = []
         with self._write_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             min_phy = self.commit_log.min_offset
             for cq in self.queues.snapshot():
                 # -1: created but never written (RocketMQ skips those too)
@@ -521,8 +515,7 @@ class MessageStore(StoreReads):
         """Retention round (call every cleanResourceInterval); `now_ms` defaults to the store's clock;
         `force` ignores the deleteWhen hours (RocketMQ's manual delete)."""
         with self._write_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             return self.retention.clean_expired_files(now_ms, force=force)
 
     @property
@@ -560,8 +553,7 @@ class MessageStore(StoreReads):
         """Append replicated bytes (slave) and dispatch the complete records; False if `start_offset`
         does not continue the log."""
         with self._write_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             if not self.commit_log.append_data(start_offset, data):
                 return False
             self.dispatcher.dispatch_from_log()
@@ -581,8 +573,7 @@ class MessageStore(StoreReads):
     def truncate_commit_log(self, offset: int) -> None:
         """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
         with self._write_lock, self.commit_log.put_lock:
-            if self._deferred:
-                self._dispatch_deferred_locked()
+            self._dispatch_deferred_locked()
             self.dispatcher.flush_index()
             if self.committer is not None:
                 self.committer.discard()

@@ -15,7 +15,7 @@ from orbitmq.message.record_decode import decode_record
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.consume_queue import CQ_ENTRY
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
-from orbitmq.store.dispatch import Dispatcher, DispatchRequest
+from orbitmq.store.dispatch import Dispatcher
 from orbitmq.store.reads import ReadPath
 from orbitmq.store.results import GetMessageResult
 
@@ -25,11 +25,10 @@ class StoreReads:
     queues: ConsumeQueueTable
     dispatcher: Dispatcher
     reads: ReadPath
-    _deferred: list[DispatchRequest]  # puts not dispatched yet (MessageStore.put_message's dispatch_later)
 
     def dispatch_deferred(self) -> None:
-        """Dispatch the puts made with `dispatch_later` (MessageStore): every read of a consume queue
-        calls it first when there are any, so no read sees the log ahead of its queues."""
+        """Dispatch the puts made with `dispatch_later` (MessageStore; cheap when there are none): every
+        read of a consume queue calls it first, so no read sees the log ahead of its queues."""
         raise NotImplementedError
 
     def get_messages(  # noqa: PLR0917 -- the interface names these positionally
@@ -40,27 +39,28 @@ class StoreReads:
         offset: int,
         max_count: int,
         message_filter: Callable[[int], bool] | None = None,
+        *,
+        coalesce: bool = False,
     ) -> GetMessageResult:
-        if self._deferred:
-            self.dispatch_deferred()
-        return self.reads.get_messages(group, topic, queue_id, offset, max_count, message_filter)
+        """`coalesce`: adjacent records as one view each (ReadPath.get_messages; the pull processor)."""
+        self.dispatch_deferred()
+        return self.reads.get_messages(
+            group, topic, queue_id, offset, max_count, message_filter, coalesce=coalesce
+        )
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         return cq.max_offset if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         # RocketMQ creates the queue on lookup, so an unknown queue reports 0.
         return cq.min_offset if cq is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         entry = cq.entry(offset) if cq is not None else None
         return entry[0] if entry is not None else 0
@@ -71,8 +71,7 @@ class StoreReads:
         """Up to `max_count` raw consume-queue entries from `offset`: (queue offset, commit log offset,
         size, tags code). For services that need the tags code itself, e.g. the delivery time of
         SCHEDULE_TOPIC_XXXX entries; stops at the end of the queue (or of a CQ file)."""
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         if cq is None or max_count <= 0:
             return []
@@ -87,13 +86,11 @@ class StoreReads:
         return out
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         return self.reads.offset_in_queue_by_time(topic, queue_id, timestamp_ms)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         entry = cq.entry(offset) if cq is not None else None
         if entry is None:
@@ -101,8 +98,7 @@ class StoreReads:
         return self.reads.store_timestamp_at(entry[0], entry[1])
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         cq = self.queues.find(topic, queue_id)
         if cq is None:
             return -1
@@ -134,6 +130,5 @@ class StoreReads:
 
     @property
     def dispatch_behind_bytes(self) -> int:
-        if self._deferred:
-            self.dispatch_deferred()
+        self.dispatch_deferred()
         return max(0, self.commit_log.max_offset - self.dispatcher.reput_offset)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from orbitmq.protocol.command import RemotingCommand
@@ -56,7 +56,7 @@ class FlushWaits(Generic[A]):
         self._make_later = make_later
         # A flush round's answers at once (transport.dispatch.answer_together: each connection's in one
         # write, the counting after); without it, one `answer` call each.
-        self._answer_all = answer_all
+        self._answer_all: Callable[[list[tuple[A, RemotingCommand]]], None] = answer_all or _answer_each
         # (end offset, deadline, the pending answer, the success answer, the timeout answer's builder)
         self._waits: collections.deque[tuple[int, float, A, RemotingCommand, TimeoutAnswer]] = (
             collections.deque()
@@ -87,18 +87,12 @@ class FlushWaits(Generic[A]):
 
     def flushed(self, offset: int) -> None:
         waits = self._waits
-        answer_all = self._answer_all
-        if answer_all is None:
-            while waits and waits[0][0] <= offset:
-                _, _, later, answer, _ = waits.popleft()
-                later.answer(answer)
-            return
         covered: list[tuple[A, RemotingCommand]] = []
         while waits and waits[0][0] <= offset:
             _, _, later, answer, _ = waits.popleft()
             covered.append((later, answer))
         if covered:
-            answer_all(covered)
+            self._answer_all(covered)
 
     def _expire(self) -> None:
         self._timer = None
@@ -112,3 +106,8 @@ class FlushWaits(Generic[A]):
 
     def __len__(self) -> int:
         return len(self._waits)
+
+
+def _answer_each(covered: Sequence[tuple[Answerable, RemotingCommand]]) -> None:
+    for later, answer in covered:
+        later.answer(answer)

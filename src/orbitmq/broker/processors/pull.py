@@ -146,9 +146,7 @@ def process_pull(
     store = app.store
     if selector is None:
         # Coalesced: adjacent records of the mapped log go out as one part each (scatter-gather reply).
-        # (the read path itself: the store's puts whose dispatch is deferred go to their queues first)
-        store.dispatch_deferred()
-        result = store.reads.get_messages(
+        result = store.get_messages(
             group, topic, queue_id, queue_offset, max_msg_nums, message_filter, coalesce=True
         )
     else:
