@@ -122,6 +122,8 @@ class Connection(asyncio.Protocol):
         self._receiving = False
         self._answered = False  # the first answer to the chunk being handled has left
         self._flush_handle: asyncio.Handle | None = None
+        # A command left at once since this connection last read or flushed: the next one gathers.
+        self._sent_early = False
         self._lost: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of connection_made
         # Armed after each write: the loop polls instead of sleeping while an answer is likely to come.
@@ -145,6 +147,7 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.last_activity = self._clock.monotonic()
+        self._sent_early = False  # a read starts a new turn for this connection (see send)
         try:
             frames = self._decoder.feed(data)
             max_ext = self._max_ext_fields
@@ -296,16 +299,22 @@ class Connection(asyncio.Protocol):
         # (of the chunk) gathers and leaves in one writelines (one writev on uvloop) when it ends, or in
         # parts of EARLY_FLUSH_PIECES. With a few senders sharing a connection this turns lock-step
         # rounds (all answers, then all next requests) into a pipeline: W1 with 4 senders ~2x msgs/s.
+        # The turn's end is marked (a callback) only once a second command gathers: a turn with one
+        # command, a lone sender's, then costs the loop no extra iteration. Without a read in between,
+        # "since the last read or flush" may span turns: a command then gathers until the turn ends.
         out = self._out
         out += encode_command(cmd)
         if self._receiving:
             leave = not self._answered or len(out) >= EARLY_FLUSH_PIECES
             self._answered = True
+        elif self._flush_handle is not None:
+            leave = len(out) >= EARLY_FLUSH_PIECES
+        elif not self._sent_early:
+            leave = self._sent_early = True
         else:
-            leave = self._flush_handle is None or len(out) >= EARLY_FLUSH_PIECES
-            if self._flush_handle is None:
-                loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
-                self._flush_handle = loop.call_soon(self._flush)  # ends this turn's batch
+            leave = False
+            loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
+            self._flush_handle = loop.call_soon(self._flush)  # ends this turn's batch
         if leave:
             self._out = []
             transport.writelines(out)
@@ -334,6 +343,7 @@ class Connection(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._flush_handle = None
+        self._sent_early = False
         out, self._out = self._out, []
         transport = self._transport
         if out and transport is not None:

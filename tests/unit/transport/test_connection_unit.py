@@ -203,6 +203,29 @@ async def test_the_first_send_of_an_iteration_leaves_at_once_the_rest_share_one_
     assert len(transport.written) == 4
 
 
+async def test_a_lone_send_per_turn_leaves_at_once_and_schedules_no_end_of_turn() -> None:
+    # A lone sender's turn (read an answer, send the next request) costs the loop no extra iteration:
+    # its command leaves at once and nothing is scheduled. Until the next read or flush, a further command
+    # gathers (it may share a turn with the first) and still leaves when the turn ends.
+    conn, transport = open_connection()
+    conn.send(RemotingCommand.request(1, oneway=True))
+    assert [c.code for c in transport.sent_commands()] == [1]
+    assert conn._flush_handle is None
+    await settle()
+    conn.send(RemotingCommand.request(2, oneway=True))  # no read since 1 left: gathers
+    assert [c.code for c in transport.sent_commands()] == [1]
+    await settle()
+    assert [c.code for c in transport.sent_commands()] == [1, 2]
+    conn.send(RemotingCommand.request(3, oneway=True))  # the flush started afresh: at once
+    assert [c.code for c in transport.sent_commands()] == [1, 2, 3]
+    await settle()
+    conn.data_received(encode_command_bytes(RemotingCommand.response(ResponseCode.SUCCESS)))
+    conn.send(RemotingCommand.request(4, oneway=True))  # a read started a new turn: at once
+    assert [c.code for c in transport.sent_commands()] == [1, 2, 3, 4]
+    assert conn._flush_handle is None
+    assert len(transport.written) == 4
+
+
 async def test_answers_to_a_chunk_first_one_at_once_then_the_rest_together() -> None:
     dispatcher = Dispatcher(name="unit")
 
