@@ -12,6 +12,7 @@ This module knows nothing of sockets or request codes.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +157,8 @@ class TopicConfigManager:
             system.append(TopicConfig(c.msg_trace_topic_name, 1, 1))
         system.append(TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1))
         for tc in system:
-            self.table[tc.topic_name] = tc
+            # (interned: requests carry the interned name, see message/validation, and match it by identity)
+            self.table[sys.intern(tc.topic_name)] = tc
             self._system_topics.add(tc.topic_name)
 
     def load(self) -> None:
@@ -169,7 +171,7 @@ class TopicConfigManager:
             except (KeyError, TypeError, ValueError) as exc:
                 log.warning("topics.json: skipping topic %s (%s)", name, exc)
                 continue
-            self.table[tc.topic_name] = tc
+            self.table[sys.intern(tc.topic_name)] = tc  # (interned: see the system topics above)
         if isinstance(data.get("dataVersion"), dict):
             self.data_version = DataVersion.from_json_dict(data["dataVersion"])
 

@@ -7,6 +7,7 @@ ClientError whose text says what is wrong and what is allowed.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Final
 
 from orbitmq.common.errors import ClientError
@@ -33,11 +34,15 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 
 
 # Names already found valid (bounded: cleared when full, so a flood of distinct names costs memory once).
-# Process-wide; broker.conf `validNameCacheMaxEntries` sets the bound when a broker starts.
+# Process-wide; broker.conf `validNameCacheMaxEntries` sets the bound when a broker starts. Each maps a
+# name to its interned string (`sys.intern`): the name guard hands that one object on to the processors,
+# so the broker's tables keyed by the same interned name (topic configs, queues, stats; names loaded from
+# disk are interned too) find their entry by identity instead of comparing against a key that is cold in
+# the CPU's cache, which with a thousand topics costs several cache misses per message.
 DEFAULT_VALID_NAMES_MAX: Final = 65536
 _valid_names_max = DEFAULT_VALID_NAMES_MAX
-valid_topics: Final[set[str]] = set()
-valid_groups: Final[set[str]] = set()
+valid_topics: Final[dict[str, str]] = {}
+valid_groups: Final[dict[str, str]] = {}
 
 
 def set_valid_names_max(entries: int) -> None:
@@ -56,10 +61,11 @@ def _illegal_chars(name: str) -> bool:
     return _VALID_NAME.fullmatch(name) is None
 
 
-def _remember(cache: set[str], name: str) -> None:
+def _remember(cache: dict[str, str], name: str) -> None:
     if len(cache) >= _valid_names_max:
         cache.clear()
-    cache.add(name)
+    interned = sys.intern(name)
+    cache[interned] = interned
 
 
 def topic_problem(name: str) -> str | None:

@@ -8,7 +8,7 @@ processors that parse those bodies, with the same `topic_problem` / `group_probl
 
 The answer is RocketMQ's for an illegal topic (TopicValidator.validateTopic): SYSTEM_ERROR with its
 remark; a group gets the same code with the client Validators' remark. Valid names are remembered, so a
-request costs a set lookup per name field, not a regex.
+request costs a dict lookup per name field, not a regex, and carries on the remembered (interned) string.
 """
 
 from __future__ import annotations
@@ -36,32 +36,48 @@ _VALID_GROUPS: Final = valid_groups
 def request_name_problem(code: int, ext: dict[str, str] | None) -> str | None:
     """The remark for the first illegal topic or group name in the header, or None.
 
-    Runs on every request: a remembered name costs one set lookup, a send V2 header looks at its two
-    short keys only. (A dict, not a Mapping: compiled, its reads are dict calls, not method lookups.)"""
+    Runs on every request: a remembered name costs one dict lookup, a send V2 header looks at its two
+    short keys only. A valid name is replaced in `ext` by its interned string (see message/validation),
+    so the processors' lookups by it match by identity. (A dict, not a Mapping: compiled, its reads are
+    dict calls, not method lookups.)"""
     if not ext:
         return None
     if code in _V2_CODES and "b" in ext:
-        topic = ext["b"]
-        if topic not in _VALID_TOPICS:
-            problem = topic_problem(topic)
-            if problem is not None:
-                return problem
+        problem = _check(ext, "b", ext["b"], _VALID_TOPICS, topic_problem)
+        if problem is not None:
+            return problem
         group = ext.get("a")
-        if group is not None and group not in _VALID_GROUPS:
-            return group_problem(group)
-        return None
+        return None if group is None else _check(ext, "a", group, _VALID_GROUPS, group_problem)
     for key in TOPIC_KEYS:
         value = ext.get(key)
-        if value is not None and value not in _VALID_TOPICS and value != "null":
-            problem = topic_problem(value)
+        if value is not None and value != "null":
+            problem = _check(ext, key, value, _VALID_TOPICS, topic_problem)
             if problem is not None:
                 return problem
     for key in GROUP_KEYS:
         value = ext.get(key)
-        if value is not None and value not in _VALID_GROUPS and value != "null":
-            problem = group_problem(value)
+        if value is not None and value != "null":
+            problem = _check(ext, key, value, _VALID_GROUPS, group_problem)
             if problem is not None:
                 return problem
+    return None
+
+
+def _check(
+    ext: dict[str, str],
+    key: str,
+    name: str,
+    remembered: dict[str, str],
+    problem_of: Callable[[str], str | None],
+) -> str | None:
+    """The remark for an illegal `name`, or None after `ext[key]` became its remembered interned string."""
+    known = remembered.get(name)
+    if known is None:
+        problem = problem_of(name)  # (remembers a valid name)
+        if problem is not None:
+            return problem
+        known = remembered.get(name, name)
+    ext[key] = known
     return None
 
 

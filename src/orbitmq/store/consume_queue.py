@@ -52,7 +52,8 @@ class ConsumeQueue:
     # ---- offsets (logical, in entries) ----------------------------------------------------------
     @property
     def max_offset(self) -> int:
-        return self.files.max_offset // CQ_ENTRY_SIZE
+        tail = self.files.tail
+        return 0 if tail is None else (tail.file_from_offset + tail.wrote_position) // CQ_ENTRY_SIZE
 
     @property
     def min_offset(self) -> int:
@@ -89,14 +90,19 @@ class ConsumeQueue:
         """`put_entries` of one entry (the single-message put), without building a list of tuples when
         it simply extends the queue; anything else (a duplicate, a gap, no file yet) goes through
         `put_entries`."""
-        files = self.files
+        f = self.files.tail
         if (
-            queue_offset != files.max_offset // CQ_ENTRY_SIZE
+            f is None
+            or queue_offset * CQ_ENTRY_SIZE != f.file_from_offset + f.wrote_position
             or phy + size <= self.max_physic_offset
-            or not files.files
+            or f.wrote_position >= f.file_size  # full: put_entries rolls to the next file
         ):
             return self.put_entries([(phy, size, tags, queue_offset)])
-        return self._append_one(phy, size, tags, queue_offset)
+        pos = f.wrote_position
+        _ENTRY.pack_into(f.mm, pos, phy, size, tags)
+        f.wrote_position = pos + CQ_ENTRY_SIZE
+        self.max_physic_offset = phy + size
+        return 1
 
     def _append_one(self, phy: int, size: int, tags: int, queue_offset: int) -> int:
         f = self.files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)

@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import shutil
+import sys
 import threading
 from typing import Final
 
@@ -79,7 +80,10 @@ class ConsumeQueueTable:
         if not os.path.isdir(self.root_dir):
             return
         queues: dict[tuple[str, int], ConsumeQueue] = {}
-        for topic in sorted(os.listdir(self.root_dir)):
+        for entry in sorted(os.listdir(self.root_dir)):
+            # Interned: the broker's requests carry interned topic names (message/validation), and a
+            # lookup that matches its key by identity does not read the key (cold with many topics).
+            topic = sys.intern(entry)
             topic_dir = os.path.join(self.root_dir, topic)
             if topic.startswith(DELETED_PREFIX):  # a deleted topic whose removal a crash interrupted
                 shutil.rmtree(topic_dir, ignore_errors=True)

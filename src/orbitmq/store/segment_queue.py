@@ -47,6 +47,10 @@ class MappedFileQueue:
         # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
         # one consistent pair with a single attribute read while the writer or retention replaces it.
         self._snap: tuple[list[int], list[MappedFile]] = ([], [])
+        # The newest segment (None when there is none), kept with the snapshot: an append reaches it with
+        # one attribute read instead of three (the snapshot, its list, the last item). With thousands of
+        # consume queues each is cold in the CPU's cache when its next message comes.
+        self.tail: MappedFile | None = None
         self._ahead: MappedFile | None = None
         self.flushed_where = 0
         # Longest run of zero bytes that can occur inside written data (see MappedFile.zero_from).
@@ -84,7 +88,9 @@ class MappedFileQueue:
         return self._snap[1]
 
     def _set_files(self, files: list[MappedFile]) -> None:
-        self._snap = ([f.file_from_offset for f in files], files)
+        starts = [f.file_from_offset for f in files]
+        self.tail = files[-1] if files else None
+        self._snap = (starts, files)
 
     # ---- positions ------------------------------------------------------------------------------
     @property
@@ -95,15 +101,13 @@ class MappedFileQueue:
     @property
     def max_offset(self) -> int:
         """Offset just past the last written byte."""
-        files = self._snap[1]
-        if not files:
+        last = self.tail
+        if last is None:
             return 0
-        last = files[-1]
         return last.file_from_offset + last.wrote_position
 
     def last_file(self) -> MappedFile | None:
-        files = self._snap[1]
-        return files[-1] if files else None
+        return self.tail
 
     def first_file(self) -> MappedFile | None:
         files = self._snap[1]
@@ -160,10 +164,9 @@ class MappedFileQueue:
 
     def last_file_for_append(self, start_offset: int = 0) -> MappedFile:
         """The segment to append to, creating the first or next one when the last is full or missing."""
-        files = self._snap[1]
-        if not files:
+        last = self.tail
+        if last is None:
             return self.create_file(start_offset)
-        last = files[-1]
         if last.wrote_position >= last.file_size:  # is_full, inline
             return self.create_file(last.file_tail_offset)
         return last

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from orbitmq.broker.config import BrokerConfig
@@ -69,3 +70,14 @@ def test_topic_name_validation() -> None:
     assert validate_topic_name("") is not None
     assert validate_topic_name("bad topic") is not None
     assert validate_topic_name("x" * 128) is not None
+
+
+def test_loaded_topic_names_are_interned(tmp_path: Path) -> None:
+    # Requests carry interned names (protocol/name_guard): the table's keys read from topics.json must be
+    # the same objects, so a send finds its topic by identity.
+    topics = manager(tmp_path)
+    topics.update(TopicConfig("".join(["loaded", "_topic"]), 2, 2))
+    again = manager(tmp_path)
+    again.load()
+    key = next(k for k in again.table if k == "loaded_topic")
+    assert key is sys.intern("".join(["loaded", "_topic"]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from orbitmq.message.validation import group_problem, topic_problem
@@ -55,3 +57,25 @@ async def test_guard_answers_before_the_processor_runs() -> None:
     assert ok is not None and ok.code == ResponseCode.SUCCESS
     assert bad is not None and bad.code == ResponseCode.SYSTEM_ERROR
     assert ran == ["T"]
+
+
+def _fresh(text: str) -> str:
+    # A string object of its own, as a decoded header holds (literals are interned by the compiler).
+    return "".join(list(text))
+
+
+@pytest.mark.parametrize("remembered", [False, True])
+def test_valid_names_go_on_as_their_interned_string(remembered: bool) -> None:
+    # The broker's tables are keyed by interned names: a request carrying the very same object finds its
+    # entries by identity (no compare against a key that is cold in the cache).
+    topic, group, other = _fresh("InternedTopic"), _fresh("interned_group"), _fresh("InternedOrigin")
+    if remembered:
+        assert topic_problem(_fresh(topic)) is None and group_problem(_fresh(group)) is None
+    v2 = {"a": group, "b": topic}
+    assert request_name_problem(RequestCode.SEND_MESSAGE_V2, v2) is None
+    assert v2["b"] is sys.intern(topic) and v2["a"] is sys.intern(group)
+    assert v2["b"] is not topic
+    ext = {"topic": _fresh(topic), "originTopic": other, "consumerGroup": _fresh(group), "queueId": "1"}
+    assert request_name_problem(RequestCode.PULL_MESSAGE, ext) is None
+    assert ext["topic"] is sys.intern(topic) and ext["consumerGroup"] is sys.intern(group)
+    assert ext["originTopic"] is sys.intern(other) and ext["queueId"] == "1"

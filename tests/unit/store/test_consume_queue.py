@@ -77,3 +77,34 @@ def test_put_entry_writes_as_put_entries_does(tmp_path: Path) -> None:
     assert one.max_offset == 18 and one.entry(15) == (0, PRE_BLANK_SIZE, 0) and one.entry(17) == (9000, 50, 7)
     one.close()
     many.close()
+
+
+def _tail_is_newest(cq: ConsumeQueue) -> bool:
+    files = cq.files.files
+    return cq.files.tail is (files[-1] if files else None)
+
+
+def test_appends_follow_the_newest_file_through_rolls_truncation_and_retention(tmp_path: Path) -> None:
+    # put_entry writes through the queue's `tail` segment, kept beside the file list: every change of the
+    # list (a roll, truncation dropping files, retention, a reload) moves it.
+    cq = _cq(tmp_path)
+    assert _tail_is_newest(cq) and cq.max_offset == 0
+    for i in range(25):
+        assert cq.put_entry(i * 100, 100, i, i) == 1
+        assert _tail_is_newest(cq)
+    assert len(cq.files.files) == 3
+    cq.truncate_dirty_logic_files(1300)  # the third file goes, the second keeps entries 10..12
+    assert _tail_is_newest(cq) and len(cq.files.files) == 2 and cq.max_offset == 13
+    assert cq.put_entry(1300, 100, 77, 13) == 1  # into the second file, where entry 13 belongs
+    assert cq.entry(13) == (1300, 100, 77)
+    raw = (tmp_path / "T" / "0" / f"{200:020d}").read_bytes()
+    assert raw[60:80] == struct.pack(">qiq", 1300, 100, 77)
+    assert cq.delete_expired_files(1000) == 1 and _tail_is_newest(cq)
+    cq.close()
+    again = _cq(tmp_path)
+    again.load()
+    again.recover()
+    assert _tail_is_newest(again) and again.max_offset == 14
+    assert again.put_entry(1400, 100, 0, 14) == 1 and again.entry(14) == (1400, 100, 0)
+    again.destroy()
+    assert _tail_is_newest(again) and again.files.tail is None

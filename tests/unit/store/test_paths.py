@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,17 @@ def test_consume_queues_and_topic_removal_stay_inside(tmp_path: Path) -> None:
     with pytest.raises(UnsafeNameError):
         table.remove_topic("../../victim")
     assert victim.is_dir()
+
+
+def test_loaded_queue_topics_are_interned(tmp_path: Path) -> None:
+    # The dispatcher looks queues up by the interned topic names requests carry: keys read from the
+    # directory names are interned too, so the lookup matches by identity.
+    root = tmp_path / "consumequeue"
+    table = ConsumeQueueTable(str(root), 6000)
+    table.find_or_create("".join(["dir", "_topic"]), 3).put_entry(0, 100, 0, 0)
+    table.close()
+    again = ConsumeQueueTable(str(root), 6000)
+    again.load()
+    cq = again.find(sys.intern("dir_topic"), 3)
+    assert cq is not None and cq.topic is sys.intern("".join(["dir", "_topic"]))
+    again.close()
