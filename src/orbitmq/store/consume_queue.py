@@ -98,16 +98,13 @@ class ConsumeQueue:
             or f.wrote_position >= f.file_size  # full: put_entries rolls to the next file
         ):
             return self.put_entries([(phy, size, tags, queue_offset)])
+        return self._write_one(f, phy, size, tags)
+
+    def _write_one(self, f: MappedFile, phy: int, size: int, tags: int) -> int:
+        """One entry at the end of segment `f` (which has room)."""
         pos = f.wrote_position
         _ENTRY.pack_into(f.mm, pos, phy, size, tags)
         f.wrote_position = pos + CQ_ENTRY_SIZE
-        self.max_physic_offset = phy + size
-        return 1
-
-    def _append_one(self, phy: int, size: int, tags: int, queue_offset: int) -> int:
-        f = self.files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE)
-        _ENTRY.pack_into(f.mm, f.wrote_position, phy, size, tags)
-        f.wrote_position += CQ_ENTRY_SIZE
         self.max_physic_offset = phy + size
         return 1
 
@@ -135,7 +132,9 @@ class ConsumeQueue:
         if i == n - 1:
             # One entry (the common single-message put): no chunking, no format lookup.
             phy, size, tags, queue_offset = entries[i]
-            return self._append_one(phy, size, tags, queue_offset)
+            return self._write_one(
+                self.files.last_file_for_append(queue_offset * CQ_ENTRY_SIZE), phy, size, tags
+            )
         written = 0
         while i < n:
             pos = entries[i][3] * CQ_ENTRY_SIZE
