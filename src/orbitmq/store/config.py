@@ -87,6 +87,9 @@ class StoreConfig:
     sync_flush_timeout: int = 5000
     # orbitmq's own: the most a SYNC_FLUSH group commit waits for the rest of a burst of sends (flush.py)
     group_commit_gather_max_micros: int = 1000
+    # orbitmq's own, opt-in: how far ahead of the commit log's write position a thread brings the pages
+    # into the page cache, so the append does not allocate and zero them (page_prepare.py); 0 = off
+    page_prepare_ahead_bytes: int = 0
     slave_timeout: int = 3000
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flush_delay_offset_interval: int = 10000

@@ -47,6 +47,7 @@ from orbitmq.store.dir_lock import StoreDirLock
 from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
 from orbitmq.store.flush import FlushCallback, FlushService
 from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.page_prepare import PagePreparer
 from orbitmq.store.paths import UnsafeNameError, child_dir
 from orbitmq.store.reads import ReadPath
 from orbitmq.store.recovery import rebuild_topic_queue_table, recover
@@ -116,6 +117,12 @@ class MessageStore(StoreReads):
             log.warning("transientStorePoolEnable=true is ignored: %s", ignored_because)
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: FlushService | None = None
+        if config.page_prepare_ahead_bytes < 0:
+            raise StoreError(
+                f"pagePrepareAheadBytes must be at least 0, not {config.page_prepare_ahead_bytes}"
+            )
+        # The commit log's next pages into the page cache from a thread of their own (page_prepare.py).
+        self.page_preparer = PagePreparer(self.commit_log.files, config.page_prepare_ahead_bytes)
         self._dir_lock = StoreDirLock(config.store_path_root_dir, config.lock_path)
         self.recovery_progress = recovery_progress
         self._safe_topics: set[str] = set()
@@ -198,6 +205,7 @@ class MessageStore(StoreReads):
         self.dispatcher.dispatch_from_log()
         assert self.flusher is not None
         self.flusher.start()
+        self.page_preparer.start()
         with open(self.config.abort_path, "wb"):
             pass
         self._running = True
@@ -209,6 +217,7 @@ class MessageStore(StoreReads):
             return
         self._shutdown = True
         self._running = False
+        self.page_preparer.stop()
         self.flush_index()  # (which dispatches deferred puts first)
         if self.committer is not None:
             self.commit(thorough=True)
@@ -243,6 +252,7 @@ class MessageStore(StoreReads):
             return
         self._shutdown = True
         self._running = False
+        self.page_preparer.stop()
         if self.flusher is not None:
             self.flusher.stop(final_flush=False)
         self._close_files()

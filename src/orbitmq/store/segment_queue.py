@@ -109,6 +109,11 @@ class MappedFileQueue:
     def last_file(self) -> MappedFile | None:
         return self.tail
 
+    @property
+    def next_file(self) -> MappedFile | None:
+        """The segment pre-allocated after the newest one (None without pre-allocation)."""
+        return self._ahead
+
     def first_file(self) -> MappedFile | None:
         files = self._snap[1]
         return files[0] if files else None
