@@ -10,7 +10,7 @@ pipelined window's p99 was 20.5-25 ms without this thread and 8.5-16 ms with it 
 
 Why opt-in: the zeroing does not go away, it moves to this thread, and the appending thread still maps
 the prepared pages. With a core to spare that is a gain; on that VM, where the bench client uses the
-other core, the rates fell 2-3 % and a batch's p99 rose by 0.3-0.5 ms.
+other core, a batch's p99 rose by 0.4-1 ms and some batch runs lost a fifth of their rate.
 
 How: for each chunk ahead of the write position, the thread maps it read-only through a descriptor of
 its own and asks for `MADV_POPULATE_READ` (Linux 5.14). Reading a hole fills the page cache with clean
