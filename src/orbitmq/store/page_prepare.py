@@ -120,7 +120,9 @@ class PagePreparer:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        # (alive, not just started: the thread ends by itself where the kernel lacks the call)
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
     def _run(self) -> None:
         wait = 0.0
