@@ -93,8 +93,9 @@ class PagePreparer:
         self.chunk = max(OS_PAGE_SIZE, chunk - chunk % OS_PAGE_SIZE)
         self.prepared_bytes = 0  # in all (a counter for tests and stats)
         self.unsupported: str | None = None  # why the platform cannot, once found out
-        self._libc = _load_libc()
-        if self._libc is None:
+        # (the C library only where the thread may run: off, the default, a store loads nothing)
+        self._libc = _load_libc() if ahead > 0 else None
+        if ahead > 0 and self._libc is None:
             self.unsupported = "no MADV_POPULATE_READ on this platform"
         # The segments being prepared and how far (at most the newest and the next): the objects, not
         # their paths, so a segment deleted and created again under its name starts afresh.
@@ -166,7 +167,7 @@ class PagePreparer:
                 break
             start += length
             prepared += length
-        self._done[f] = max(self._done.get(f, 0), start)
+        self._done[f] = start
         return prepared
 
     def _populate(self, path: str, offset: int, length: int) -> bool:
