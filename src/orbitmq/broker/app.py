@@ -65,6 +65,7 @@ def _check_store_bounds(config: BrokerConfig) -> None:
         ("mallocMmapThreshold", config.malloc_mmap_threshold, 0),
         ("mallocTrimThreshold", config.malloc_trim_threshold, 0),
         ("serverBusyPollMicros", config.server_busy_poll_micros, 0),
+        ("sendGatherMinRequests", config.send_gather_min_requests, 0),
     ):
         if value < least:
             raise ValueError(f"{key} must be at least {least}, not {value}")
@@ -244,10 +245,13 @@ class BrokerApp:
         delay = self.config.index_defer_millis / 1000
         self._store.dispatcher.index_pending_max = self.config.index_defer_max_entries
         self._store.defer_index_to(lambda flush: loop.call_later(delay, flush))
-        # A plain send is answered before its consume-queue entry is written: the transport calls
-        # dispatch_deferred after each request, once the answer left and before anything else runs.
-        self.server.dispatcher.after_request = self._store.dispatch_deferred
-        self._store.defer_dispatch_between_requests()
+        # A plain send is answered before its consume-queue entry is written: each connection calls
+        # dispatch_deferred at the end of each turn of received requests, before anything else runs. In a
+        # turn of sendGatherMinRequests or more, the sends' records are written together: each connection
+        # calls write_pending before any bytes leave it, so no answer precedes its record.
+        self.server.before_write = self._store.write_pending
+        self.server.after_turn = self._store.dispatch_deferred
+        self._store.gather_writes_between_answers()
         c = self.config
         tx_config = TransactionConfig(
             check_interval_ms=c.transaction_check_interval,

@@ -20,7 +20,9 @@ before they are written at once), `indexDeferMillis` (10 ms, the most the first 
 message/validation.py); and glibc's heap thresholds `mallocMmapThreshold` (32 MiB) and
 `mallocTrimThreshold` (64 MiB), so that batch frames of megabytes reuse heap memory instead of faulting
 in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default); and `serverBusyPollMicros`
-(0, off): how long the loop keeps polling after an answer instead of sleeping (transport/busy_poll.py).
+(0, off): how long the loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
+`sendGatherMinRequests` (8; 0 = never): a turn of at least that many received requests writes its plain
+sends' records with one vectored write (store/commit_log.py, write_pending).
 
 This module knows nothing of sockets, the store or request codes.
 """
@@ -158,6 +160,10 @@ class BrokerConfig:
     # µs the broker's loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
     # 0 = off. CPU for latency: the operator's choice.
     server_busy_poll_micros: int = 0
+    # A turn of at least this many received requests (one read of a pipelining connection) writes its
+    # plain sends' records with one vectored write before their answers leave, instead of copying each
+    # into the commit log's mapping; 0 = never (store/message_store.py, gather_writes_between_answers).
+    send_gather_min_requests: int = 8
     # The store's in-memory bounds (orbitmq's own keys; applied when the broker starts).
     record_tail_cache_max_entries: int = 4096
     tags_code_cache_max_entries: int = 4096

@@ -15,11 +15,9 @@ dispatched when committed) and for callers that build StoreBatch entries themsel
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Final
 
-from orbitmq.common.errors import StoreError
 from orbitmq.message import properties as P
 from orbitmq.message.batch_scan import FIELDS as _FIELDS
 from orbitmq.message.batch_scan import ScannedBatch, scan_batch
@@ -39,7 +37,7 @@ from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.consume_queue import CQ_ENTRY, CQ_ENTRY_SIZE
 from orbitmq.store.dispatch import Dispatcher
 from orbitmq.store.key_index import key_hash_with_prefix
-from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.mapped_file import MappedFile, pwrite_pieces
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch
 
@@ -138,7 +136,6 @@ def _check_each(
 
 _UNIQ_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
 _TAGS: Final = "\x02" + P.TAGS + "\x01"
-_IOV_MAX: Final = 1024  # iovecs per pwritev (Linux's IOV_MAX)
 
 
 def append_scanned(
@@ -365,22 +362,9 @@ def _write_pieces(
     """Write `pieces` back to back at `start` in the segment: pwritev on the segment file (the mapping
     sees the same pages), or one copy into a buffered segment."""
     if isinstance(f, MappedFile):
-        fd = f.fd
-        n = len(pieces)
-        pos = start
-        at = 0
-        while at < n:
-            chunk = pieces[at : at + _IOV_MAX] if at or n > _IOV_MAX else pieces
-            want = 0
-            for piece in chunk:
-                want += len(piece)
-            wrote = os.pwritev(fd, chunk, pos)
-            if wrote != want:
-                raise OSError(f"short write to {f.path}: {wrote} of {want} bytes at {pos}")
-            pos += wrote
-            at += _IOV_MAX
-        if pos - start != total:
-            raise StoreError(f"batch records are {pos - start} bytes, not {total}")
+        wrote = pwrite_pieces(f.fd, pieces, start)
+        if wrote != total:
+            raise OSError(f"short write to {f.path}: {wrote} of {total} bytes at {start}")
         return
     f.mm[start : start + total] = b"".join(pieces)
 

@@ -13,6 +13,7 @@ Reads return zero-copy memoryviews of the mapped segments. This module knows not
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Final
 
@@ -28,6 +29,7 @@ from orbitmq.message.record_layout import (
     MAX_TOPIC_LENGTH,
     MIN_RECORD_SIZE,
     V6_EXTRA,
+    Buffer,
     pack_blank_into,
     pack_record_at,
     pack_record_into,
@@ -36,7 +38,7 @@ from orbitmq.message.record_layout import (
 from orbitmq.store.commit import BufferedSegment, CommitService
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.dispatch import DispatchRequest
-from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.mapped_file import MappedFile, pwrite_pieces
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.segment_queue import MappedFileQueue
 from orbitmq.store.store_message import StoreBatch, StoreMessage
@@ -47,6 +49,9 @@ _MAX_RECORD_SLACK: Final = 64 * 1024  # a record may exceed maxMessageSize by it
 
 class SegmentCreateError(StoreError):
     """A new commit-log segment could not be created (disk full, permissions)."""
+
+
+log: Final = logging.getLogger(__name__)
 
 
 def _illegal(status: PutMessageStatus, remark: str) -> tuple[PutMessageResult, list[DispatchRequest]]:
@@ -75,6 +80,14 @@ class CommitLog:
         self.confirm_offset = -1
         # Set by MessageStore when the transient store pool is active: appends go to its buffers.
         self.committer: CommitService | None = None
+        # Gathered puts (`put(..., gather=True)`): records placed after the segment's written end but not
+        # written yet, in log order, for one vectored write (`write_pending`). `wrote_position` moves only
+        # when they are written, so nothing that reads it (flusher, replication, readers) sees them before.
+        self._pending: list[Buffer] = []
+        self._pending_file: MappedFile | None = None
+        self._pending_start = 0
+        self.pending_bytes = 0
+        self._pending_timestamp = 0
         levels = config.delay_levels_ms()
         self.delay_levels_ms = [levels[i] for i in sorted(levels)]
 
@@ -146,7 +159,39 @@ class CommitLog:
         return f
 
     # ---- write path -----------------------------------------------------------------------------
-    def put(self, msg: StoreMessage) -> tuple[PutMessageResult, list[DispatchRequest]]:
+    def write_pending(self) -> None:
+        """Write the gathered records (call with the put lock held). One pwritev for the lot; what the
+        kernel does not take is copied through the mapping, as an ungathered put writes, so a disk that
+        cannot take it faults there as before instead of a record going missing."""
+        size = self.pending_bytes
+        f = self._pending_file
+        if not size or f is None:
+            return
+        pieces = self._pending
+        start = self._pending_start
+        self._pending = []
+        self._pending_file = None
+        self.pending_bytes = 0
+        try:
+            wrote = pwrite_pieces(f.fd, pieces, start)
+        except OSError as exc:
+            log.warning(
+                "pwritev of %d bytes at %d in %s failed (%s): written through the mapping",
+                size,
+                start,
+                f.path,
+                exc,
+            )
+            wrote = 0
+        if wrote < size:
+            f.mm[start + wrote : start + size] = b"".join(pieces)[wrote:]
+        f.wrote_position = start + size
+        f.store_timestamp = self._pending_timestamp
+        self.last_store_timestamp = self._pending_timestamp
+
+    def put(
+        self, msg: StoreMessage, *, gather: bool = False
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
         topic_bytes = msg.topic.encode()
         properties_bytes = msg.properties.encode()
         body_len = len(msg.body)
@@ -181,11 +226,22 @@ class CommitLog:
         mapped: MappedFile | None = None
         segment: MappedFile | BufferedSegment | None = None
         if self.committer is None:
+            pending = self.pending_bytes
+            if pending:
+                pending_file = self._pending_file
+                if (
+                    not gather
+                    or pending_file is None
+                    or pending_file is not self.files.tail
+                    or pending_file.file_size - self._pending_start - pending < size + BLANK_RECORD_SIZE
+                ):
+                    self.write_pending()  # (log order; and a segment rolls from its written end)
+                    pending = 0
             try:
                 mapped = self._mapped_for(size, now)
             except (OSError, StoreError) as exc:
                 raise SegmentCreateError(str(exc)) from exc
-            pos = mapped.wrote_position
+            pos = self._pending_start + pending if pending else mapped.wrote_position
             physical_offset = mapped.file_from_offset + pos
             mm = mapped.mm
         else:
@@ -193,9 +249,11 @@ class CommitLog:
             pos = segment.wrote_position
             physical_offset = segment.file_from_offset + pos
             mm = segment.mm
+        # A gathered record is packed into a buffer of its own, the pending write's piece.
+        gathered = bytearray(size) if gather and mapped is not None else None
         pack_record_at(
-            mm,
-            pos,
+            mm if gathered is None else gathered,
+            pos if gathered is None else 0,
             msg.queue_id,
             msg.flag,
             queue_offset,
@@ -211,13 +269,22 @@ class CommitLog:
             topic_bytes,
             properties_bytes,
         )
-        if mapped is not None:
+        if gathered is not None:
+            if not self.pending_bytes:
+                self._pending_file = mapped
+                self._pending_start = pos
+            self._pending.append(gathered)
+            self.pending_bytes += size
+            self._pending_timestamp = now
+        # (a gathered record's segment positions and timestamps move when it is written)
+        if mapped is not None and not gather:
             mapped.wrote_position = pos + size
             mapped.store_timestamp = now
+            self.last_store_timestamp = now
         elif segment is not None:
             segment.wrote_position = pos + size
             segment.store_timestamp = now
-        self.last_store_timestamp = now
+            self.last_store_timestamp = now
         if normal:
             self.topic_queue_table[key] = queue_offset + 1
         if msg.properties_read:

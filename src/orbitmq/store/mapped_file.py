@@ -16,9 +16,11 @@ import errno
 import mmap
 import os
 import threading
+from collections.abc import Sequence
 from typing import Final
 
 from orbitmq.common.errors import StoreError
+from orbitmq.message.record_layout import Buffer
 
 OS_PAGE_SIZE: Final = 4096
 
@@ -35,6 +37,28 @@ def fsync_directory(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+IOV_MAX: Final = 1024  # buffers per pwritev (Linux's IOV_MAX)
+
+
+def pwrite_pieces(fd: int, pieces: Sequence[Buffer], pos: int) -> int:
+    """Write `pieces` back to back at `pos` with as few pwritev calls as IOV_MAX allows; the bytes
+    written, which stop short of the total only if the kernel wrote less (a full disk)."""
+    n = len(pieces)
+    wrote = 0
+    at = 0
+    while at < n:
+        chunk = pieces[at : at + IOV_MAX] if at or n > IOV_MAX else pieces
+        want = 0
+        for piece in chunk:
+            want += len(piece)
+        done = os.pwritev(fd, chunk, pos + wrote)
+        wrote += done
+        if done != want:
+            return wrote
+        at += IOV_MAX
+    return wrote
 
 
 class MappedFile:

@@ -7,8 +7,15 @@ dispatched to the consume queues and the index inline, in the same call, so a pu
 sees the message and arrival listeners fire before `put_message` returns -- unless the caller defers a
 single put's dispatch (`put_message(..., dispatch_later=True)`, allowed after
 `defer_dispatch_between_requests()`) and calls `dispatch_deferred()` itself once it has answered the
-sender (the broker, after each request). Every other read and write of the store dispatches deferred
-puts first, so the consume queues never lag the log where anyone can look.
+sender (the broker, at the end of each turn of received requests). Every other read and write of the
+store dispatches deferred puts first, so the consume queues never lag the log where anyone can look.
+
+Gathered writes (`gather_writes_between_answers()`, ASYNC_FLUSH without the transient store pool): a
+deferred put with `gather=True` leaves its record unwritten with the ones gathered before it, and
+`write_pending()` writes them all with one pwritev; the broker gathers the sends of a turn of many
+requests and calls it before any answer leaves. Until then the segment's `wrote_position` does not
+move, so the flusher, replication and readers see only written records; every other read and write of
+the store writes them first, as it dispatches.
 
 Transient store pool (`transientStorePoolEnable`, only with ASYNC_FLUSH on a non-SLAVE broker): appends
 go into an off-file buffer and become visible -- to reads, the HA master, the flusher, and the consume
@@ -41,7 +48,7 @@ from orbitmq.store.batch_append import append_scanned, dispatch_run
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commit import CommitService
 from orbitmq.store.commit_log import CommitLog, SegmentCreateError
-from orbitmq.store.config import SLAVE, StoreConfig
+from orbitmq.store.config import SLAVE, SYNC_FLUSH, SYNC_MASTER, StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.dir_lock import StoreDirLock
 from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
@@ -131,6 +138,9 @@ class MessageStore(StoreReads):
         # allowed once `defer_dispatch_between_requests()` was called); see put_message.
         self._deferred: list[DispatchRequest] = []
         self._may_defer = False
+        # Deferred single puts also leave their records unwritten until `write_pending()` (see
+        # gather_writes_between_answers): set there, off under SYNC_FLUSH and with the transient pool.
+        self._gather = False
         # One lock per put: the commit log's put lock is this write lock (re-entrant for retention,
         # commit and truncation, which take both).
         self.commit_log.put_lock = self._write_lock
@@ -295,7 +305,9 @@ class MessageStore(StoreReads):
         self._safe_topics.add(topic)
         return None
 
-    def put_message(self, msg: StoreMessage, *, dispatch_later: bool = False) -> PutMessageResult:
+    def put_message(
+        self, msg: StoreMessage, *, dispatch_later: bool = False, gather: bool = False
+    ) -> PutMessageResult:
         """Append one message and dispatch it to its consume queue and the key index -- at once, or with
         `dispatch_later` (honoured once `defer_dispatch_between_requests()` was called) at the next
         `dispatch_deferred()`, which the caller makes before anything else runs on its thread: the
@@ -318,9 +330,13 @@ class MessageStore(StoreReads):
         lock = self._write_lock
         lock.acquire()
         try:
-            self._dispatch_deferred_locked()  # (consume-queue entries in log order)
+            # A gathered put leaves its record with the ones before it, for one write (SYNC_MASTER waits for
+            # its slave at once: not gathered); any other put writes and dispatches what waits first.
+            gather = gather and dispatch_later and self._gather and self.config.broker_role != SYNC_MASTER
+            if not gather:
+                self._dispatch_deferred_locked()  # (consume-queue entries in log order)
             try:
-                result, requests = self.commit_log.put(msg)
+                result, requests = self.commit_log.put(msg, gather=gather)
             except SegmentCreateError as exc:
                 return self._failed(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))
             except (OSError, ValueError, StoreError) as exc:
@@ -405,13 +421,33 @@ class MessageStore(StoreReads):
         after each request that may have put one, before its thread runs anything else."""
         self._may_defer = True
 
+    def gather_writes_between_answers(self) -> None:
+        """Let deferred single puts (ASYNC_FLUSH, no transient store pool) gather their records for one
+        vectored write: the caller also promises to call `write_pending()` before any answer leaves (an
+        answer says its record is in the page cache) and `dispatch_deferred()` before its thread runs
+        anything else. Every read and other write of the store writes them first, and the log's written
+        end (what the flusher syncs and replication sends) moves only when they are written."""
+        self._may_defer = True
+        self._gather = self.committer is None and self.config.flush_disk_type != SYNC_FLUSH
+
+    def write_pending(self) -> None:
+        """Write the gathered records now (cheap when there are none)."""
+        if self.commit_log.pending_bytes:
+            lock = self._write_lock
+            lock.acquire()
+            try:
+                self.commit_log.write_pending()
+            finally:
+                lock.release()
+
     def dispatch_deferred(self) -> None:
-        """Dispatch the puts made with `dispatch_later` (cheap when there are none)."""
-        if self._deferred:
+        """Write and dispatch the puts made with `dispatch_later` (cheap when there are none)."""
+        if self._deferred or self.commit_log.pending_bytes:
             with self._write_lock:
                 self._dispatch_deferred_locked()
 
     def _dispatch_deferred_locked(self) -> None:
+        self.commit_log.write_pending()  # (the consume queues never point past the written log)
         if self._deferred:
             requests, self._deferred = self._deferred, []
             self.dispatcher.dispatch(requests)

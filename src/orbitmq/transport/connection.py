@@ -90,6 +90,8 @@ class Connection(asyncio.Protocol):
         max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
         turn_budget: float = TURN_BUDGET,
         busy_poll: BusyPoll | None = None,
+        before_write: Callable[[], None] | None = None,
+        after_turn: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self._turn_budget = turn_budget
@@ -128,6 +130,12 @@ class Connection(asyncio.Protocol):
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of connection_made
         # Armed after each write: the loop polls instead of sleeping while an answer is likely to come.
         self._busy = busy_poll
+        # The broker's store: `before_write` before any bytes leave (the records its answers acknowledge
+        # are written then), `after_turn` at the end of each turn of received commands.
+        self._before_write = before_write
+        self._after_turn = after_turn
+        # Commands in the turn being handled (a processor may batch its work when there are several).
+        self.turn_size = 0
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
 
@@ -168,6 +176,7 @@ class Connection(asyncio.Protocol):
         # others in one writelines at its end, instead of one loop iteration later (see send).
         self._receiving = True
         self._answered = False
+        self.turn_size = len(commands)
         # One connection gets about TURN_BUDGET of the loop per turn: a chunk packed with costly requests
         # must not make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
         started = _PERF_COUNTER()
@@ -203,6 +212,12 @@ class Connection(asyncio.Protocol):
                 if self._flush_handle is not None:
                     self._flush_handle.cancel()
                 self._flush()
+            after = self._after_turn
+            if after is not None:
+                try:
+                    after()
+                except Exception:  # the answers have left: say so, and keep serving this connection
+                    log.exception("%s: the work after a turn failed", self.name)
             elapsed = _PERF_COUNTER() - started
             if elapsed > SLOW_TURN:  # everyone else on this loop waited that long: say who did it
                 log.warning(
@@ -316,6 +331,8 @@ class Connection(asyncio.Protocol):
             loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
             self._flush_handle = loop.call_soon(self._flush)  # ends this turn's batch
         if leave:
+            if self._before_write is not None and not self._barrier():
+                return
             self._out = []
             transport.writelines(out)
         busy = self._busy
@@ -335,6 +352,8 @@ class Connection(asyncio.Protocol):
         out = self._out
         for cmd in cmds:
             out += encode_command(cmd)
+        if self._before_write is not None and not self._barrier():
+            return
         self._out = []
         transport.writelines(out)
         busy = self._busy
@@ -344,10 +363,30 @@ class Connection(asyncio.Protocol):
     def _flush(self) -> None:
         self._flush_handle = None
         self._sent_early = False
-        out, self._out = self._out, []
         transport = self._transport
-        if out and transport is not None:
+        if self._out and transport is not None:
+            if self._before_write is not None and not self._barrier():
+                return
+            out, self._out = self._out, []
             transport.writelines(out)
+        else:
+            self._out = []
+
+    def _barrier(self) -> bool:
+        """Run `before_write`. If it fails, what this connection gathered never leaves: the connection
+        is aborted (its peer times out and retries) instead of acknowledging what may not be stored."""
+        hook = self._before_write
+        if hook is not None:
+            try:
+                hook()
+            except Exception as exc:
+                log.exception(
+                    "%s: the work before a write failed; closing %s", self.name, self.remote_address
+                )
+                self._out = []
+                self.abort(f"could not complete the work before a write: {exc!r}")
+                return False
+        return True
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send `request` and wait up to `timeout` seconds for the response with its opaque."""

@@ -188,10 +188,6 @@ class Dispatcher:
         self._unsupported_logged: set[tuple[int, str]] = set()
         self.unsupported_log_limit = 4096
         self._failures_log = LogLimiter()
-        # Called after each request a processor took, once its answer left (or its wait began), before
-        # the next request: work the answer need not wait for (the broker dispatches the sends it
-        # stored to their consume queues here).
-        self.after_request: Callable[[], object] | None = None
 
     def register(self, code: int, processor: Processor, *, limit: int | None = None) -> None:
         self._routes[int(code)] = _Route(processor, self.max_pending_per_code if limit is None else limit)
@@ -241,14 +237,12 @@ class Dispatcher:
                 later._request = request
                 later._started = started
                 conn.inflight += 1
-                self._after_request()
                 return
             else:
                 kind = type(awaitable)
                 if kind not in _coroutine_types:  # an ABC isinstance per request costs more than this
                     if not isinstance(awaitable, Coroutine):
                         self._start_task(self._run(route, conn, request, awaitable, started))
-                        self._after_request()
                         return
                     if len(_coroutine_types) < 64:
                         _coroutine_types.add(kind)
@@ -263,27 +257,16 @@ class Dispatcher:
             coro = None
         except BaseException:
             route.pending -= 1
-            self._after_request()
             raise
         if coro is None:  # finished: answer now
             route.pending -= 1
             finished = perf_counter()
             self._answer(conn, request, response)  # (the answer first: the peer works on it meanwhile)
-            self._after_request()
             route.stats.observe(started, response, finished)
             return
         # The processor is waiting for something: the rest of it runs in a Task.
         conn.inflight += 1
         self._start_task(self._run(route, conn, request, _resume(coro, yielded), started, counted=True))
-        self._after_request()
-
-    def _after_request(self) -> None:
-        after = self.after_request
-        if after is not None:
-            try:
-                after()
-            except Exception:  # the answer has left: say so, and keep serving this connection
-                log.exception("%s: the work after a request failed", self.name)
 
     def _log_unsupported(self, conn: Connection, code: int) -> None:
         """INFO once per (code, client) -- a client speaking a dialect we lack should be visible in the

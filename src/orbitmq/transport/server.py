@@ -66,6 +66,10 @@ class RemotingServer:
         self.host = host
         # serverBusyPollMicros (transport/busy_poll.py): poll on after an answer, for the next request.
         self.busy_poll = busy_poll(busy_poll_micros)
+        # Given to each connection accepted from now on (Connection: before any bytes leave, after each
+        # turn of received commands); the broker's store writes and dispatches gathered puts there.
+        self.before_write: Callable[[], None] | None = None
+        self.after_turn: Callable[[], None] | None = None
         self.tls = tls or TlsServerSettings()
         self._hook: RequestHook | None = None
         self._listen_socket: socket.socket | None = None
@@ -195,6 +199,8 @@ class RemotingServer:
             max_ext_fields=self.limits.max_ext_fields,
             turn_budget=self.limits.turn_budget_millis / 1000,
             busy_poll=self.busy_poll,
+            before_write=self.before_write,
+            after_turn=self.after_turn,
         )
         conn.add_close_callback(self._closed)
         return conn

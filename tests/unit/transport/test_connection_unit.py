@@ -243,7 +243,16 @@ async def test_answers_to_a_chunk_first_one_at_once_then_the_rest_together() -> 
     assert len(transport.written) == 2
 
 
-async def test_after_request_runs_once_per_request_after_its_answer_left(
+def open_hooked_connection(
+    dispatcher: Dispatcher, before_write: Any, after_turn: Any
+) -> tuple[Connection, FakeTransport]:
+    conn = Connection(request_handler=dispatcher.handle, before_write=before_write, after_turn=after_turn)
+    transport = FakeTransport(conn)
+    conn.connection_made(transport)
+    return conn, transport
+
+
+async def test_before_write_precedes_every_write_and_after_turn_ends_each_turn(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     dispatcher = Dispatcher(name="unit")
@@ -251,31 +260,61 @@ async def test_after_request_runs_once_per_request_after_its_answer_left(
     gate = asyncio.Event()
 
     def echo(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        seen.append(("processor", len(transport.sent_commands())))
+        seen.append((f"processor of a turn of {conn.turn_size}", len(transport.sent_commands())))
         return RemotingCommand.response(ResponseCode.SUCCESS)
 
     async def waits(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         await gate.wait()
         return RemotingCommand.response(ResponseCode.SUCCESS)
 
+    def before() -> None:
+        seen.append(("before", len(transport.sent_commands())))
+
     def after() -> None:
         seen.append(("after", len(transport.sent_commands())))
-        if len(seen) == 2:
-            raise RuntimeError("the work after the first request failed")
+        if len(seen) == 8:
+            raise RuntimeError("the work after the second turn failed")
 
     dispatcher.register(11, echo)
     dispatcher.register(12, waits)
-    dispatcher.after_request = after
-    conn, transport = open_connection(dispatcher)
+    conn, transport = open_hooked_connection(dispatcher, before, after)
     conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(c)) for c in (11, 11, 12)))
-    # The first answer left at once, before its after-work; the second after-work ran before the next
-    # request (the waiting one, whose after-work runs once its wait began); a failing after-work is
-    # logged and the connection goes on.
-    assert seen == [("processor", 0), ("after", 1), ("processor", 1), ("after", 1), ("after", 1)]
-    assert "the work after a request failed" in caplog.text
+    # The first answer left at once, the second with the turn's end: each write after `before_write`;
+    # `after_turn` once the turn was done (the waiting request's answer comes later).
+    assert seen == [
+        ("processor of a turn of 3", 0),
+        ("before", 0),
+        ("processor of a turn of 3", 1),
+        ("before", 1),
+        ("after", 2),
+    ]
+    conn.data_received(encode_command_bytes(RemotingCommand.request(11)))
+    # (a failing after-work is logged and the connection goes on)
+    assert seen[5:] == [("processor of a turn of 1", 2), ("before", 2), ("after", 3)]
+    assert "the work after a turn failed" in caplog.text
     gate.set()
     await settle()
-    assert len(transport.sent_commands()) == 3 and not conn.closed
+    # the late answer is written after `before_write` too
+    assert seen[-1] == ("before", 3)
+    assert len(transport.sent_commands()) == 4 and not conn.closed
+
+
+async def test_a_failing_before_write_closes_the_connection_without_writing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dispatcher = Dispatcher(name="unit")
+    dispatcher.register(11, lambda conn, request: RemotingCommand.response(ResponseCode.SUCCESS))
+
+    def before() -> None:
+        raise OSError("the records could not be written")
+
+    turns: list[int] = []
+    conn, transport = open_hooked_connection(dispatcher, before, lambda: turns.append(1))
+    conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(11)) for _ in range(3)))
+    # Nothing may leave that the hook did not clear: no answer is written, the connection is aborted.
+    assert transport.written == [] and transport.aborted and conn.closed
+    assert "the work before a write failed" in caplog.text
+    assert turns == [1]
 
 
 async def test_answers_given_together_leave_in_one_write_per_connection_then_are_counted() -> None:

@@ -122,13 +122,14 @@ class _BrokerFields:
     """The broker config's values a send reads, as native fields, for one generation of the config (an
     interpreted object: each attribute read is a lookup), with the success answer's ext fields encoded."""
 
-    __slots__ = ("cluster", "generation", "reply_template", "role", "writable")
+    __slots__ = ("cluster", "gather_min", "generation", "reply_template", "role", "writable")
 
     def __init__(self, config: BrokerConfig) -> None:
         self.generation = config.generation
         self.role = config.broker_role
         self.cluster = config.broker_cluster_name
         self.writable = is_writeable(config.broker_permission)
+        self.gather_min = config.send_gather_min_requests
         trace_on = "true" if config.trace_on else "false"
         self.reply_template = SendReplyTemplate(((P.MSG_REGION, config.region_id), (P.TRACE_ON, trace_on)))
 
@@ -303,8 +304,10 @@ class SendProcessor:
                         keys=find_property_key(stored, _KEYS_KEY) if _KEYS_ENTRY in stored else None,
                         uniq_key=find_property_key(stored, _UNIQ_KEY_KEY),
                     ),
-                    # (to its consume queue after the answer left: the transport's after_request, app.py)
+                    # (to its consume queue after the answer left: the transport's after_turn, app.py)
                     dispatch_later=True,
+                    # (a turn of many requests: the records written together, before the answers leave)
+                    gather=0 < broker.gather_min <= conn.turn_size,
                 )
                 return self.respond(result, wait, queue_id, topic, store, later=True)
             props = decode_properties(properties_text)
