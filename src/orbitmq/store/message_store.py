@@ -312,9 +312,11 @@ class MessageStore(StoreReads):
         `dispatch_later` (honoured once `defer_dispatch_between_requests()` was called) at the next
         `dispatch_deferred()`, which the caller makes before anything else runs on its thread: the
         broker answers the send first (the record is in the page cache then, so the answer survives a
-        crash of the process) and dispatches right after the write, before its next request. Every read
+        crash of the process) and dispatches at the end of the turn, before its next read. Every read
         and write of the store dispatches deferred puts first, so none of them sees the log ahead of
-        the consume queues."""
+        the consume queues. With `gather` too (honoured once `gather_writes_between_answers()` was
+        called, and not on a SYNC_MASTER), the record itself waits for `write_pending()`, which the
+        caller makes before the answer leaves; until then the log's written end does not include it."""
         # (the per-message path: _refuse's checks inline first, its call only when one of them trips)
         if not self._running or self.config.broker_role == SLAVE or self.retention.disk_full:
             refused = self._refuse()
