@@ -270,14 +270,14 @@ class CommitLog:
             properties_bytes,
         )
         if gathered is not None:
+            # (its segment's positions and timestamps move when it is written: write_pending)
             if not self.pending_bytes:
                 self._pending_file = mapped
                 self._pending_start = pos
             self._pending.append(gathered)
             self.pending_bytes += size
             self._pending_timestamp = now
-        # (a gathered record's segment positions and timestamps move when it is written)
-        if mapped is not None and not gather:
+        elif mapped is not None:
             mapped.wrote_position = pos + size
             mapped.store_timestamp = now
             self.last_store_timestamp = now
