@@ -130,10 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--busy-poll-us",
         type=int,
-        default=0,
+        default=None,
         help="orbitmq only: the broker (serverBusyPollMicros, with --serve) and the orbitmq client "
-        "(ClientConfig.busy_poll_us) keep polling N us after each write instead of sleeping; CPU for "
-        "latency (default 0: off)",
+        "(ClientConfig.busy_poll_us) poll up to N us after each write instead of sleeping, the window "
+        "adapting to how soon data comes (0: neither polls; default: each side's own default, the "
+        "client up to 200 us, the broker off)",
     )
     p.add_argument("--peers", default="", help="peers to run beside orbitmq: nats,redis | all | none")
     p.add_argument(
@@ -229,7 +230,7 @@ def orbitmq_drivers(choice: str) -> list[str]:
 
 
 def make_orbitmq_driver(
-    kind: str, namesrv: str, server: ServerHandle | None, *, busy_poll_us: float = 0.0
+    kind: str, namesrv: str, server: ServerHandle | None, *, busy_poll_us: float | None = None
 ) -> Driver:
     if kind == "raw":
         from orbitmq.bench.raw_driver import RawDriver
@@ -324,7 +325,7 @@ class Bench:
         """Start (with --serve) an orbitmq and open its drivers; unavailable ones become skipped rows."""
         kinds = orbitmq_drivers(self.args.driver)
         busy = self.args.busy_poll_us
-        if busy:  # the broker polls after each answer, the client after each request
+        if busy is not None:  # the broker polls after each answer, the client after each request
             conf = {**conf, "serverBusyPollMicros": str(busy)}
         names = ["orbitmq" if kind == "client" else "orbitmq-raw" for kind in kinds]
         server: ServerHandle | None = None

@@ -27,7 +27,7 @@ class ClientDriver(Driver):
     system = "orbitmq"
 
     def __init__(
-        self, namesrv: str, server: ServerHandle | None = None, *, busy_poll_us: float = 0.0
+        self, namesrv: str, server: ServerHandle | None = None, *, busy_poll_us: float | None = None
     ) -> None:
         super().__init__(server)
         self.namesrv = namesrv
@@ -37,7 +37,8 @@ class ClientDriver(Driver):
 
     async def open(self) -> None:
         await self.admin.open()
-        config = ClientConfig(busy_poll_us=self.busy_poll_us)
+        # (None: the client's own default)
+        config = ClientConfig() if self.busy_poll_us is None else ClientConfig(busy_poll_us=self.busy_poll_us)
         self.producer = Producer(f"bench_producer_{uuid.uuid4().hex[:8]}", self.namesrv, config=config)
         await self.producer.start()
 

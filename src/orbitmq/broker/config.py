@@ -20,7 +20,8 @@ before they are written at once), `indexDeferMillis` (10 ms, the most the first 
 message/validation.py); and glibc's heap thresholds `mallocMmapThreshold` (32 MiB) and
 `mallocTrimThreshold` (64 MiB), so that batch frames of megabytes reuse heap memory instead of faulting
 in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default); and `serverBusyPollMicros`
-(0, off): how long the loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
+(0, off): the most µs the loop keeps polling after an answer instead of sleeping, the window adapting to
+how soon the next request comes (transport/busy_poll.py);
 `sendGatherMinRequests` (8; 0 = never): a turn of at least that many received requests writes its plain
 sends' records with one vectored write (store/commit_log.py, write_pending).
 
@@ -157,8 +158,8 @@ class BrokerConfig:
     server_max_unsupported_logged: int = 4096
     # A connection without traffic for this long is closed (RocketMQ's NettyServerConfig key); 0 = never.
     server_channel_max_idle_time_seconds: int = 120
-    # µs the broker's loop keeps polling after an answer instead of sleeping (transport/busy_poll.py);
-    # 0 = off. CPU for latency: the operator's choice.
+    # The most µs the broker's loop keeps polling after an answer instead of sleeping; the window adapts
+    # to how soon requests come (transport/busy_poll.py). 0 = off: the server's cores are the operator's.
     server_busy_poll_micros: int = 0
     # A turn of at least this many received requests (one read of a pipelining connection) writes its
     # plain sends' records with one vectored write before their answers leave, instead of copying each

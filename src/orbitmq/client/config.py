@@ -101,9 +101,10 @@ class ClientConfig:
     # TLS to name servers and brokers: True (no server verification, as RocketMQ's default
     # tls.client.authServer=false) or a TlsClientSettings.
     tls: bool | TlsClientSettings = False
-    # orbitmq's own: µs the client's loop keeps polling after each request instead of sleeping until
-    # the answer (transport/busy_poll.py). 0 = off; it trades CPU for round-trip latency.
-    busy_poll_us: float = 0.0
+    # orbitmq's own: the most µs the client's loop keeps polling after each request instead of sleeping
+    # until the answer; the window adapts to how soon answers come, and is 0 while they come later than
+    # this (transport/busy_poll.py). 0 = never poll.
+    busy_poll_us: float = 200.0
     # orbitmq's own: seconds one of the blocking Producer's own sockets (client/direct_send.py) may sit
     # idle; an older one is closed and opened anew before use. Keep it under the broker's
     # serverChannelMaxIdleTimeSeconds (120 s), after which the broker closes an idle connection.

@@ -1,43 +1,64 @@
-"""Busy polling: a loop that wrote keeps polling for a short window instead of going to sleep.
+"""Busy polling: a loop that wrote keeps polling for a short window instead of going to sleep, and
+learns from each wait how long that window should be.
 
 Why: a loop that sleeps in epoll_wait lets its CPU halt. On a virtual machine without guest halt
 polling (cpuidle-haltpoll off, as on this project's 2-core VM: guest_halt_poll_ns = 0), each halt is a
 VM exit, and waking the CPU again costs the waker an IPI through the hypervisor and the sleeper a VM
 entry. A loopback request-response between two processes that do nothing else costs 60-66 µs here,
 nearly all of it kernel time; the same exchange with one side polling instead of sleeping costs 33-47.
-In a one-sender round trip that is more than either side's own work.
+In a one-sender round trip that is more than either side's own work, and polling costs less CPU per
+message than the halt and the wake-up it replaces (BENCHMARKS.md, fifth and twelfth sessions). On bare
+metal an idle core's deep C-state exit costs the same kind of latency.
 
-`BusyPoll.arm()` after a write keeps the loop busy for `window` seconds: a callback that schedules
+`BusyPoll.arm()` after a write keeps the loop busy for the current window: a callback that schedules
 itself again (`call_soon`) makes the loop poll its sockets with a zero timeout on every turn, so an
-answer (or the next request) that arrives within the window is read by a running CPU. The cost is the
-CPU of the polling itself, at most `window` per write when nothing comes back in time; under load the
-loop never idles and nothing is spent.
+answer (or the next request) that arrives within the window is read by a running CPU. Under load the
+loop never idles and polling costs nothing.
 
-Off by default: it trades CPU for latency, which only the operator can choose. The broker's key is
-`serverBusyPollMicros` (broker.conf), a client's `ClientConfig.busy_poll_us`.
+The window adapts as KVM's halt polling does (its grow/shrink rule, in microseconds here). `read()`,
+called when data arrives, ends the wait that the first write since the last read began:
+- data came while polling: the window was long enough, it stays;
+- polling had stopped (or the window is 0) but data came within the most the window may be (`limit`):
+  a longer window would have caught it, so the window doubles (from `GROW_START`) up to `limit`;
+- data came later than `limit`: polling cannot help these waits (a distant broker, a held long-poll
+  pull, a request every millisecond), so the window halves, to 0 below `GROW_START`.
+So polling costs at most one window per write, and nothing once waits are longer than `limit`: a client
+of a broker across a real network, or a server whose requests come slower than that, stops polling by
+itself.
+
+The client polls by default (`ClientConfig.busy_poll_us`, the limit, 200 µs as KVM's default
+halt_poll_ns); the broker only when `serverBusyPollMicros` (broker.conf) sets a limit, since a server's
+cores are its operator's to spend. 0 turns it off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Final
 
 _PERF_COUNTER: Final = time.perf_counter
+# The first non-zero window, in seconds (KVM's halt_poll_ns_grow_start: 10 µs).
+GROW_START: Final = 10e-6
 
 
 class BusyPoll:
-    """One per server or client (they run on one loop): `arm(loop)` after each write."""
+    """One per server or client (they run on one loop): `arm(loop)` after each write, `read()` when
+    data arrives."""
 
-    __slots__ = ("_deadline", "_loop", "_scheduled", "window")
+    __slots__ = ("_clock", "_deadline", "_loop", "_scheduled", "_waiting_since", "limit", "window")
 
-    def __init__(self, window: float) -> None:
-        if not window >= 0:  # (also refuses NaN)
-            raise ValueError(f"busy poll window must be at least 0 s, not {window}")
-        self.window = window
+    def __init__(self, limit: float, *, clock: Callable[[], float] = _PERF_COUNTER) -> None:
+        if not limit >= 0:  # (also refuses NaN)
+            raise ValueError(f"busy poll window must be at least 0 s, not {limit}")
+        self.limit = limit
+        self.window = min(GROW_START, limit)  # grows from here once answers are seen to come in time
+        self._clock = clock
         self._deadline = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
+        self._waiting_since = 0.0  # when the first write since the last read was armed; 0: no wait
 
     @property
     def polling(self) -> bool:
@@ -45,24 +66,46 @@ class BusyPoll:
         return self._scheduled
 
     def arm(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Keep `loop` polling until `window` seconds from now."""
-        self._deadline = _PERF_COUNTER() + self.window
+        """A write: keep `loop` polling for the window from now (and start timing the wait)."""
+        now = self._clock()
+        if self._waiting_since == 0.0:
+            self._waiting_since = now
+        window = self.window
+        if window <= 0.0:  # (not polling now; the wait is still timed, so the window can grow again)
+            return
+        self._deadline = now + window
         if not self._scheduled or loop is not self._loop:  # (a loop that stopped left its tick behind)
             self._scheduled = True
             self._loop = loop
             loop.call_soon(self._tick, loop)
 
+    def read(self) -> None:
+        """Data arrived: the wait begun by the first write since the last read is over; adapt the
+        window to it (see the module docstring)."""
+        since = self._waiting_since
+        if since == 0.0:
+            return
+        self._waiting_since = 0.0
+        if self._scheduled:  # answered while polling: the window did its job
+            return
+        window = self.window
+        if self._clock() - since <= self.limit:
+            self.window = min(max(window * 2.0, GROW_START), self.limit)
+        else:
+            window *= 0.5
+            self.window = window if window >= GROW_START else 0.0
+
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:
             return  # a tick of a loop this poll has left
-        if _PERF_COUNTER() < self._deadline:
+        if self._clock() < self._deadline:
             loop.call_soon(self._tick, loop)  # a ready callback: the next turn polls with a zero timeout
         else:
             self._scheduled = False
 
 
 def busy_poll(micros: float) -> BusyPoll | None:
-    """The BusyPoll for a window of `micros` µs, or None for 0 (off)."""
+    """The BusyPoll with a window of at most `micros` µs, or None for 0 (off)."""
     if not micros >= 0:  # (also refuses NaN)
         raise ValueError(f"busy polling must be at least 0 µs, not {micros}")
     if micros == 0:

@@ -156,6 +156,9 @@ class Connection(asyncio.Protocol):
             return
         self.last_activity = self._clock.monotonic()
         self._sent_early = False  # a read starts a new turn for this connection (see send)
+        busy = self._busy
+        if busy is not None:
+            busy.read()  # the wait since the last write is over: busy polling learns its length
         try:
             frames = self._decoder.feed(data)
             max_ext = self._max_ext_fields

@@ -1,4 +1,5 @@
-"""BusyPoll without sockets: a loop stand-in that only collects `call_soon` callbacks."""
+"""BusyPoll without sockets: a loop stand-in that only collects `call_soon` callbacks, and a clock the
+tests move by hand where the window's adaptation is checked."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from orbitmq.transport.busy_poll import BusyPoll, busy_poll
+from orbitmq.transport.busy_poll import GROW_START, BusyPoll, busy_poll
 
 
 class CallbackLoop:
@@ -30,7 +31,10 @@ class CallbackLoop:
 
 def test_zero_is_off_and_bad_windows_are_refused() -> None:
     assert busy_poll(0) is None
-    assert isinstance(busy_poll(50), BusyPoll) and busy_poll(50).window == pytest.approx(50e-6)  # type: ignore[union-attr]
+    poll = busy_poll(50)
+    assert isinstance(poll, BusyPoll) and poll.limit == pytest.approx(50e-6)
+    assert poll.window == pytest.approx(GROW_START)  # it starts small and grows when that pays
+    assert BusyPoll(4e-6).window == pytest.approx(4e-6)  # never above the limit
     for bad in (-1.0, math.nan):
         with pytest.raises(ValueError, match="at least 0"):
             BusyPoll(bad)
@@ -41,6 +45,7 @@ def test_zero_is_off_and_bad_windows_are_refused() -> None:
 def test_an_armed_loop_gets_a_ready_callback_every_turn_until_the_window_ends() -> None:
     loop = CallbackLoop()
     poll = BusyPoll(0.02)
+    poll.window = 0.02
     assert not poll.polling
     started = time.perf_counter()
     poll.arm(cast(Any, loop))
@@ -56,6 +61,7 @@ def test_an_armed_loop_gets_a_ready_callback_every_turn_until_the_window_ends() 
 def test_arming_again_extends_the_window_without_a_second_callback() -> None:
     loop = CallbackLoop()
     poll = BusyPoll(0.01)
+    poll.window = 0.01
     poll.arm(cast(Any, loop))
     first_end = time.perf_counter() + 0.01
     while time.perf_counter() < first_end - 0.005:
@@ -73,8 +79,75 @@ def test_arming_again_extends_the_window_without_a_second_callback() -> None:
 def test_arming_on_another_loop_polls_there_even_if_the_first_one_stopped_mid_window() -> None:
     stopped, fresh = CallbackLoop(), CallbackLoop()
     poll = BusyPoll(10.0)
+    poll.window = 10.0
     poll.arm(cast(Any, stopped))  # that loop never runs its tick again
     poll.arm(cast(Any, fresh))
     assert len(fresh.ready) == 1 and poll.polling
     stopped.turn()  # a late tick of the old loop schedules nothing
     assert stopped.ready == [] and len(fresh.ready) == 1
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def wait(poll: BusyPoll, loop: CallbackLoop, clock: Clock, seconds: float) -> None:
+    """A write, then `seconds` until data comes: the loop turns (polls) while the window lasts, then it
+    would sleep; the data is read at the end."""
+    poll.arm(cast(Any, loop))
+    end = clock.now + seconds
+    while loop.ready and clock.now < end:
+        clock.now = min(clock.now + 1e-6, end)
+        loop.turn()
+    clock.now = end
+    poll.read()
+
+
+def test_the_window_grows_while_data_comes_after_it_but_within_the_limit() -> None:
+    loop, clock = CallbackLoop(), Clock()
+    poll = BusyPoll(200e-6, clock=clock)
+    seen = []
+    for _ in range(6):
+        wait(poll, loop, clock, 60e-6)
+        seen.append(round(poll.window * 1e6))
+    # doubled while polling stopped before the data came; then the data comes while polling: it stays
+    assert seen == [20, 40, 80, 80, 80, 80]
+    for _ in range(3):
+        wait(poll, loop, clock, 190e-6)  # later answers: up to the limit and no further
+    assert poll.window == pytest.approx(200e-6)
+
+
+def test_the_window_halves_to_zero_while_data_comes_later_than_the_limit_and_grows_back() -> None:
+    loop, clock = CallbackLoop(), Clock()
+    poll = BusyPoll(200e-6, clock=clock)
+    poll.window = 160e-6
+    seen = []
+    for _ in range(6):
+        wait(poll, loop, clock, 5e-3)  # a held pull, a distant broker: polling cannot catch these
+        seen.append(round(poll.window * 1e6))
+    assert seen == [80, 40, 20, 10, 0, 0]
+    poll.arm(cast(Any, loop))  # at 0 nothing polls, but the wait is still timed
+    assert not poll.polling and loop.ready == []
+    clock.now += 50e-6
+    poll.read()
+    assert poll.window == pytest.approx(GROW_START)
+
+
+def test_the_wait_runs_from_the_first_write_since_the_last_read() -> None:
+    loop, clock = CallbackLoop(), Clock()
+    poll = BusyPoll(200e-6, clock=clock)
+    poll.window = 0.0
+    poll.arm(cast(Any, loop))
+    clock.now += 150e-6
+    poll.arm(cast(Any, loop))  # a second request; its answer comes 100 µs later, 250 after the first
+    clock.now += 100e-6
+    poll.read()
+    assert poll.window == 0.0  # 250 µs: longer than the limit, so no growth
+    poll.read()  # data with no write before it (a server's request to the client) changes nothing
+    clock.now += 1.0
+    poll.read()
+    assert poll.window == 0.0
