@@ -12,6 +12,11 @@ and answered on it; `send_oneway` writes there and returns. Anything else is sen
 attempts that remain), as the asyncio client's own first attempts are; a oneway write that failed is
 sent again on the loop (the broker drops a frame cut short).
 
+After writing a send, the thread polls its socket for the answer for a short window before it blocks
+(`ClientConfig.busy_poll_us`, the same adaptive window as the loop's, transport/busy_poll.py, kept per
+socket): a thread that blocks lets its CPU halt, and on a VM without guest halt polling waking it costs
+more than the polling.
+
 Sockets belong to the thread that opened them (a thread-local table); a sweep may close one only
 while its thread is not using it. They are closed by `close()` (the producer's shutdown) and when one
 fails. Whenever a thread opens a socket, the sockets of threads that ended, those to an address no
@@ -27,6 +32,7 @@ attempt of a batch (`send_batch`), whose retries go to the loop as a single send
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -43,6 +49,7 @@ from orbitmq.message import properties as P
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.transport.busy_poll import GROW_START, next_window
 from orbitmq.transport.connection import split_address
 
 if TYPE_CHECKING:
@@ -53,6 +60,7 @@ _LENGTH: Final = struct.Struct(">i")
 _HEAD: Final = 8  # a frame's length and header-length words: every frame has both
 # Seconds a socket may rest before it is looked at (one peek) ahead of its next use.
 _LOOK_AFTER_IDLE: Final = 1.0
+_PERF_COUNTER: Final = time.perf_counter
 
 
 class Attempt(NamedTuple):
@@ -69,15 +77,18 @@ class _Line:
     """One thread's blocking connection to one broker. `busy` and `closed` change under the sender's
     lock: a sweep closes a line only while its thread is not using it."""
 
-    __slots__ = ("addr", "busy", "closed", "last_used", "sock", "thread")
+    __slots__ = ("addr", "busy", "closed", "last_used", "limit", "sock", "thread", "window")
 
-    def __init__(self, sock: socket.socket, addr: str) -> None:
+    def __init__(self, sock: socket.socket, addr: str, limit: float) -> None:
         self.sock = sock
         self.addr = addr
         self.thread = threading.current_thread()
         self.last_used = time.monotonic()
         self.busy = False
         self.closed = False
+        # Polling for answers (seconds; see the module docstring): at most `limit`, `window` adapting.
+        self.limit = limit
+        self.window = min(GROW_START, limit)
 
 
 class DirectSender:
@@ -209,7 +220,7 @@ class DirectSender:
         try:
             line = self._take(addr, budget)
             try:
-                response = self._exchange(line.sock, request, budget, max_frame)
+                response = self._exchange(line, request, budget, max_frame)
             except BaseException:
                 self._drop(line)
                 raise
@@ -244,7 +255,8 @@ class DirectSender:
         except OSError as exc:
             raise ConnectError(f"connect to {addr} failed: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        line = _Line(sock, addr)
+        limit = instance.config.busy_poll_us / 1e6 if instance is not None else 0.0
+        line = _Line(sock, addr, limit)
         line.busy = True
         swept = self._sweep(max_idle)
         with self._lock:
@@ -295,16 +307,15 @@ class DirectSender:
         line.sock.close()
 
     @staticmethod
-    def _exchange(
-        sock: socket.socket, request: RemotingCommand, timeout: float, max_frame: int
-    ) -> RemotingCommand:
+    def _exchange(line: _Line, request: RemotingCommand, timeout: float, max_frame: int) -> RemotingCommand:
         """`request` written, its answer read: exactly one frame, checked by the frame decoder the loop's
         connections use, with the same limits (a bad length is refused before its bytes are read)."""
+        sock = line.sock
         sock.settimeout(timeout)
         try:
             sock.sendall(encode_command_bytes(request))
             decoder = FrameDecoder(max_frame, max_frame)
-            head = _read(sock, _HEAD)  # the frame length and the header length
+            head = _polled_head(line) if line.limit > 0.0 else _read(sock, _HEAD)
             frames = decoder.feed(head)
             if not frames:
                 (length,) = _LENGTH.unpack_from(head)
@@ -333,6 +344,33 @@ def _open_at_peer(sock: socket.socket) -> bool:
         return True  # nothing to read: open
     except OSError:
         return False
+
+
+def _polled_head(line: _Line) -> bytes:
+    """The answer's first `_HEAD` bytes, polled for during the line's window before blocking; the window
+    adapts to when they came (transport/busy_poll.py)."""
+    sock = line.sock
+    started = _PERF_COUNTER()
+    window = line.window
+    if window > 0.0:
+        # A socket with a timeout is non-blocking at the OS level (Python waits in poll() before each
+        # recv): a plain read of its descriptor returns at once, with data or EAGAIN.
+        fd = sock.fileno()
+        deadline = started + window
+        while True:
+            try:
+                data = os.read(fd, _HEAD)
+            except BlockingIOError:
+                if _PERF_COUNTER() < deadline:
+                    continue
+                break
+            if not data:
+                raise ConnectError("the broker closed the connection")
+            # caught while polling: the window stays
+            return data if len(data) == _HEAD else data + _read(sock, _HEAD - len(data))
+    head = _read(sock, _HEAD)
+    line.window = next_window(window, _PERF_COUNTER() - started, line.limit)
+    return head
 
 
 def _read(sock: socket.socket, count: int) -> bytes:

@@ -88,12 +88,7 @@ class BusyPoll:
         self._waiting_since = 0.0
         if self._scheduled:  # answered while polling: the window did its job
             return
-        window = self.window
-        if self._clock() - since <= self.limit:
-            self.window = min(max(window * 2.0, GROW_START), self.limit)
-        else:
-            window *= 0.5
-            self.window = window if window >= GROW_START else 0.0
+        self.window = next_window(self.window, self._clock() - since, self.limit)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:
@@ -102,6 +97,16 @@ class BusyPoll:
             loop.call_soon(self._tick, loop)  # a ready callback: the next turn polls with a zero timeout
         else:
             self._scheduled = False
+
+
+def next_window(window: float, waited: float, limit: float) -> float:
+    """The window after a wait of `waited` seconds that polling did not catch (the window passed, or
+    was 0, before the data came): doubled (from GROW_START, up to `limit`) when the data came within
+    `limit`, else halved (to 0 below GROW_START)."""
+    if waited <= limit:
+        return min(max(window * 2.0, GROW_START), limit)
+    window *= 0.5
+    return window if window >= GROW_START else 0.0
 
 
 def busy_poll(micros: float) -> BusyPoll | None:

@@ -3,7 +3,8 @@ real broker: many threads each on their own socket, every message stored once; a
 the loop instead, once; the sockets of ended threads and, at shutdown, all sockets are closed. Sends to
 a chosen queue (queue, selector, send_orderly) go from the caller's thread too, the selector called
 there once; a socket the broker closed is looked at before it is used; sockets idle too long or to a
-broker that moved are swept."""
+broker that moved are swept. A thread polls for its answers before blocking, the window learnt per socket
+from when they came; at 0 it never polls."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from orbitmq.client.blocking import SendStatus
 from orbitmq.common.errors import ClientError, ConnectError
 from orbitmq.message.model import MessageQueue
 from orbitmq.testing import ServerProcess, start_broker
+from orbitmq.transport.busy_poll import GROW_START
 
 from .conftest import Admin, broker_conf, client_config, eventually, topic_and_blocking_producer, unique
 
@@ -322,3 +324,34 @@ async def test_a_failed_send_to_a_chosen_queue_is_raised_not_sent_elsewhere(
         await asyncio.to_thread(scenario)
         bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
         assert bodies == ["after", "before"]  # the failed one was sent nowhere else
+
+
+@pytest.mark.parametrize("limit_us", [50_000.0, 0.0])
+async def test_a_thread_polls_for_its_answers_with_a_learnt_window_unless_told_not_to(
+    namesrv: ServerProcess, broker: ServerProcess, limit_us: float
+) -> None:
+    topic = unique("DirectPoll")
+    async with Admin(namesrv) as admin:
+        await admin.create_topic(topic, [broker], queues=QUEUES)
+        # (a limit every answer comes within, even on a busy box; 0: never poll)
+        config = client_config(namesrv, busy_poll_us=limit_us)
+        producer = Producer(unique("DirectPollGroup"), config=config)
+
+        def scenario() -> list[str]:
+            producer.start()
+            try:
+                ids = [producer.send(Message.create(topic, f"m{i}")).msg_id for i in range(50)]
+                [line] = producer._direct._open.values()
+                if limit_us:
+                    # The first answers came after the first windows: it grew until they were caught.
+                    assert line.limit == pytest.approx(limit_us / 1e6) and line.window > GROW_START
+                else:
+                    assert line.limit == 0.0 and line.window == 0.0
+                return ids
+            finally:
+                producer.shutdown()
+
+        ids = await asyncio.to_thread(scenario)
+        assert len(set(ids)) == 50
+        bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
+        assert bodies == sorted(f"m{i}" for i in range(50))

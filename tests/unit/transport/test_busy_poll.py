@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from orbitmq.transport.busy_poll import GROW_START, BusyPoll, busy_poll
+from orbitmq.transport.busy_poll import GROW_START, BusyPoll, busy_poll, next_window
 
 
 class CallbackLoop:
@@ -151,3 +151,12 @@ def test_the_wait_runs_from_the_first_write_since_the_last_read() -> None:
     clock.now += 1.0
     poll.read()
     assert poll.window == 0.0
+
+
+def test_next_window_doubles_within_the_limit_and_halves_beyond_it() -> None:
+    assert next_window(0.0, 50e-6, 200e-6) == pytest.approx(GROW_START)
+    assert next_window(GROW_START, 50e-6, 200e-6) == pytest.approx(20e-6)
+    assert next_window(160e-6, 200e-6, 200e-6) == pytest.approx(200e-6)  # (the limit itself is within)
+    assert next_window(160e-6, 201e-6, 200e-6) == pytest.approx(80e-6)
+    assert next_window(15e-6, 1.0, 200e-6) == 0.0  # below GROW_START: off until answers come in time
+    assert next_window(0.0, 1.0, 200e-6) == 0.0
