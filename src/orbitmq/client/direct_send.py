@@ -15,7 +15,7 @@ sent again on the loop (the broker drops a frame cut short).
 After writing a send, the thread polls its socket for the answer for a short window before it blocks
 (`ClientConfig.busy_poll_us`, the same adaptive window as the loop's, transport/busy_poll.py, kept per
 socket): a thread that blocks lets its CPU halt, and on a VM without guest halt polling waking it costs
-more than the polling.
+more than the polling. A thread whose CPUs are busy does not poll (`CpuWatch`).
 
 Sockets belong to the thread that opened them (a thread-local table); a sweep may close one only
 while its thread is not using it. They are closed by `close()` (the producer's shutdown) and when one
@@ -49,7 +49,7 @@ from orbitmq.message import properties as P
 from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
-from orbitmq.transport.busy_poll import GROW_START, next_window
+from orbitmq.transport.busy_poll import GROW_START, CpuWatch, next_window
 from orbitmq.transport.connection import split_address
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class _Line:
     """One thread's blocking connection to one broker. `busy` and `closed` change under the sender's
     lock: a sweep closes a line only while its thread is not using it."""
 
-    __slots__ = ("addr", "busy", "closed", "last_used", "limit", "sock", "thread", "window")
+    __slots__ = ("addr", "busy", "closed", "cpu", "last_used", "limit", "sock", "thread", "window")
 
     def __init__(self, sock: socket.socket, addr: str, limit: float) -> None:
         self.sock = sock
@@ -89,6 +89,7 @@ class _Line:
         # Polling for answers (seconds; see the module docstring): at most `limit`, `window` adapting.
         self.limit = limit
         self.window = min(GROW_START, limit)
+        self.cpu = CpuWatch()  # (read by the line's own thread only)
 
 
 class DirectSender:
@@ -352,7 +353,7 @@ def _polled_head(line: _Line) -> bytes:
     sock = line.sock
     started = _PERF_COUNTER()
     window = line.window
-    if window > 0.0:
+    if window > 0.0 and not line.cpu.check(started):
         # A socket with a timeout is non-blocking at the OS level (Python waits in poll() before each
         # recv): a plain read of its descriptor returns at once, with data or EAGAIN.
         fd = sock.fileno()

@@ -4,13 +4,23 @@ tests move by hand where the window's adaptation is checked."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
 
-from orbitmq.transport.busy_poll import GROW_START, BusyPoll, busy_poll, next_window
+from orbitmq.transport.busy_poll import (
+    BACKOFF,
+    CHECK_INTERVAL,
+    GROW_START,
+    BusyPoll,
+    CpuWatch,
+    busy_poll,
+    next_window,
+    thread_run_queue_wait,
+)
 
 
 class CallbackLoop:
@@ -160,3 +170,57 @@ def test_next_window_doubles_within_the_limit_and_halves_beyond_it() -> None:
     assert next_window(160e-6, 201e-6, 200e-6) == pytest.approx(80e-6)
     assert next_window(15e-6, 1.0, 200e-6) == 0.0  # below GROW_START: off until answers come in time
     assert next_window(0.0, 1.0, 200e-6) == 0.0
+
+
+class Waits:
+    """A run-queue wait reader the test sets by hand, counting its reads."""
+
+    def __init__(self) -> None:
+        self.wait: float | None = 0.0
+        self.reads = 0
+
+    def __call__(self) -> float | None:
+        self.reads += 1
+        return self.wait
+
+
+def test_busy_cpus_stop_polling_until_a_later_look_finds_them_free() -> None:
+    waits = Waits()
+    cpu = CpuWatch(reader=waits)
+    assert not cpu.check(0.0) and waits.reads == 1  # the first reading has nothing to compare with
+    assert not cpu.check(0.01) and waits.reads == 1  # read again only after CHECK_INTERVAL
+    waits.wait = 0.001  # 1 ms of 60: 1.7 %
+    assert not cpu.check(0.06) and waits.reads == 2
+    waits.wait = 0.011  # 10 ms of the next 60: 17 %
+    assert cpu.check(0.12) and waits.reads == 3
+    assert cpu.check(0.12 + BACKOFF - 0.01) and waits.reads == 3  # contended: no look until BACKOFF
+    waits.wait = 0.012  # 1 ms of the 500: free again
+    assert not cpu.check(0.12 + BACKOFF) and waits.reads == 4
+    assert not cpu.check(0.12 + BACKOFF + CHECK_INTERVAL / 2) and waits.reads == 4
+
+
+def test_without_schedstat_polling_is_decided_by_the_window_alone() -> None:
+    waits = Waits()
+    waits.wait = None
+    cpu = CpuWatch(reader=waits)
+    assert not cpu.check(0.0) and not cpu.check(1e6) and waits.reads == 1
+
+
+def test_a_thread_with_busy_cpus_does_not_poll_but_still_learns_its_window() -> None:
+    loop, clock, waits = CallbackLoop(), Clock(), Waits()
+    poll = BusyPoll(200e-6, clock=clock, cpu=CpuWatch(reader=waits))
+    wait(poll, loop, clock, 60e-6)  # free CPUs: polls (the window passes), then grows
+    assert poll.window == pytest.approx(20e-6)
+    clock.now += CHECK_INTERVAL
+    waits.wait = 0.5 * CHECK_INTERVAL  # half the interval spent waiting for a CPU
+    poll.arm(cast(Any, loop))
+    assert not poll.polling and loop.ready == []
+    clock.now += 60e-6
+    poll.read()
+    assert poll.window == pytest.approx(40e-6)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="schedstat is Linux's")
+def test_the_run_queue_wait_is_read_from_the_kernel() -> None:
+    wait = thread_run_queue_wait()
+    assert wait is not None and wait >= 0.0
