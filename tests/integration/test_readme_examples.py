@@ -1,10 +1,11 @@
 """The README's Python code blocks, run as a newcomer runs them: against a real `orbitmq serve`.
 
-Every ```python block of README.md except the Spark one (which needs a SparkSession and runs in
-tests/spark/test_readme_spark.py) is written to a file, the documented address 127.0.0.1:9876 replaced by
-the test server's, and run in a fresh interpreter. The quick start is run twice against the same
-server: a correct example commits its offsets, so the second run consumes exactly its own five messages
-(an example that exits without shutting the consumer down receives the first run's again).
+Every ```python block of README.md that does not use Spark (the Spark quick start lives in
+docs/spark.md and runs in tests/spark/test_readme_spark.py) is written to a file, the documented address
+127.0.0.1:9876 replaced by the test server's, and run in a fresh interpreter. The quick start is run
+twice against the same server: a correct example commits its offsets, so the second run consumes exactly
+its own five messages (an example that exits without shutting the consumer down receives the first
+run's again).
 """
 
 from __future__ import annotations
