@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -138,6 +139,28 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen[b
             if time.monotonic() > deadline:
                 raise DriverUnavailable(f"nothing listening on {host}:{port} after {timeout:.0f} s") from None
             time.sleep(0.02)
+
+
+def launch_server(
+    name: str, binary: str, workdir: Path, argv: Callable[[str, int, Path], list[str]]
+) -> ServerHandle:
+    """Start a peer's server: `argv(path of binary, free 127.0.0.1 port, data dir workdir/name)`, its
+    output in workdir/<binary>.log; returns once it listens. DriverUnavailable when not installed."""
+    path = shutil.which(binary)
+    if path is None:
+        raise DriverUnavailable(f"{binary} not installed (bench/peers/install.sh installs it)")
+    data = workdir / name
+    data.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = (workdir / f"{binary}.log").open("wb")
+    proc = subprocess.Popen(argv(path, port, data), stdout=log, stderr=subprocess.STDOUT)
+    handle = ServerHandle(name, f"127.0.0.1:{port}", proc, workdir)
+    try:
+        wait_for_port("127.0.0.1", port, 15, proc)
+    except Exception:
+        handle.stop()
+        raise
+    return handle
 
 
 STAMP_BYTES = 8
