@@ -94,13 +94,17 @@ class CountingRawDriver(RawDriver):
         return ", ".join(parts)
 
 
-async def runtime_info(client: RemotingClient, addr: str) -> dict[str, Any]:
-    request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
-    response = await client.invoke(addr, request, 3.0)
+async def _ask(client: RemotingClient, addr: str, code: int) -> dict[str, Any]:
+    """The JSON body of a successful answer to a request without a header; BrokerError otherwise."""
+    response = await client.invoke(addr, RemotingCommand.request(code), 3.0)
     if response.code != ResponseCode.SUCCESS:
         raise BrokerError(response.code, response.remark, address=addr)
     info: dict[str, Any] = java_json.loads(response.body_bytes())
-    table = info.get("table")
+    return info
+
+
+async def runtime_info(client: RemotingClient, addr: str) -> dict[str, Any]:
+    table = (await _ask(client, addr, RequestCode.GET_BROKER_RUNTIME_INFO)).get("table")
     return dict(table) if isinstance(table, dict) else {}
 
 
@@ -238,12 +242,7 @@ async def measure_role(
 
 
 async def _cluster_info(client: RemotingClient, namesrv: str) -> dict[str, Any]:
-    request = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
-    response = await client.invoke(namesrv, request, 3.0)
-    if response.code != ResponseCode.SUCCESS:
-        raise BrokerError(response.code, response.remark, address=namesrv)
-    info: dict[str, Any] = java_json.loads(response.body_bytes())
-    return info
+    return await _ask(client, namesrv, RequestCode.GET_BROKER_CLUSTER_INFO)
 
 
 async def measure_cluster(

@@ -49,9 +49,11 @@ def messages(n: int, body: bytes, start: int = 0) -> list[StoreMessage]:
     return out
 
 
-def fresh(root: str, segment_mb: int, flush: str = "ASYNC_FLUSH") -> MessageStore:
+def fresh(root: str, segment_mb: int, flush: str = "ASYNC_FLUSH", *, index: bool = True) -> MessageStore:
     shutil.rmtree(root, ignore_errors=True)
-    store = MessageStore(config(root, segment_mb, flush))
+    cfg = config(root, segment_mb, flush)
+    cfg.message_index_enable = index
+    store = MessageStore(cfg)
     store.load()
     store.start()
     return store
@@ -73,12 +75,7 @@ def bench_single(root: str, n: int, body: bytes, segment_mb: int) -> MessageStor
 
 
 def bench_single_no_index(root: str, n: int, body: bytes, segment_mb: int) -> None:
-    shutil.rmtree(root, ignore_errors=True)
-    cfg = config(root, segment_mb)
-    cfg.message_index_enable = False
-    store = MessageStore(cfg)
-    store.load()
-    store.start()
+    store = fresh(root, segment_mb, index=False)
     msgs = messages(n, body)
     t = time.perf_counter()
     for m in msgs:
