@@ -1,24 +1,8 @@
 """The `orbitmq` Spark sink: rows to messages, sent as SEND_BATCH_MESSAGE from Arrow batches.
 
 Each Arrow batch is encoded a column at a time (sink_entries.py) and each queue's rows leave as slices
-of one buffer; only a batch with a null body takes the row-by-row path (it names the row). Up to
-`sendConcurrency` sends are in flight per task, and a feeder thread takes the next Arrow batch from
-Spark while the current one is sent, so the JVM and the broker overlap.
-
-Columns (only `body` is required; any other column is an error, to catch typos):
-  body binary|string, topic string (or the `topic` option, which wins), tags string,
-  keys string (space-separated) | array<string>, properties map<string,string>,
-  sharding_key string: rows with the same key go to the same queue (Java's String.hashCode modulo
-  the topic's write queues, as RocketMQ's SelectMessageQueueByHash), so they stay in order; rows
-  without a key are spread over the queues in runs of `maxBatchMessages`.
-
-Guarantee: at least once. `write()` returns only after the broker acknowledged every message of the
-task (retrying failed sends). A retried task or a replayed micro-batch sends its rows again, with the
-SAME message ids: each message's UNIQ_KEY (what RocketMQ clients report as the message id) is derived
-from (write id, Spark partition, row number), where the write id is the streaming query id + batch id,
-or for a batch write the `writeId` option (a random id per write when not set). A consumer that
-remembers recent message ids can drop the duplicates. There is no exactly-once: the broker has no
-transactional producer sequence.
+of one buffer; a feeder thread takes the next batch from Spark meanwhile. At least once: a retried task
+resends its rows with the same message ids (`message_id`).
 """
 
 from __future__ import annotations
@@ -72,6 +56,14 @@ _SHORT = struct.Struct(">h")
 
 
 def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
+    """Refuse a schema the sink cannot write, naming the column. Only `body` is required; any other
+    column is an error, to catch typos:
+      body binary|string, topic string (or the `topic` option, which wins), tags string,
+      keys string (space-separated) | array<string>, properties map<string,string>,
+      sharding_key string: rows with the same key go to the same queue (Java's String.hashCode modulo
+      the topic's write queues, as RocketMQ's SelectMessageQueueByHash), so they stay in order; rows
+      without a key are spread over the queues in runs of `maxBatchMessages`.
+    """
     names = schema.fieldNames()
     unknown = [n for n in names if n not in SINK_COLUMNS]
     if unknown:
@@ -102,7 +94,13 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
 
 
 def message_id(prefix: bytes, row: int) -> str:
-    """A UNIQ_KEY-shaped id (32 uppercase hex chars): 10 bytes of the task's prefix + 6 of the row."""
+    """A UNIQ_KEY-shaped id (32 uppercase hex chars): 10 bytes of the task's prefix + 6 of the row.
+
+    The prefix comes from (write id, Spark partition), the write id being the streaming query id + batch
+    id, or for a batch write the `writeId` option (random per write when not set): a retried task or a
+    replayed micro-batch sends its rows again with the SAME ids, so a consumer that remembers recent ids
+    can drop the duplicates. There is no exactly-once (the broker has no producer sequence).
+    """
     return (prefix + row.to_bytes(6, "big")).hex().upper()
 
 
@@ -128,7 +126,11 @@ class _Batch:
 
 
 class _TaskSender:
-    """Sends one task's rows: groups them per queue into batch bodies, `concurrency` sends in flight."""
+    """Sends one task's rows: groups them per queue into batch bodies, `sendConcurrency` sends in flight.
+
+    Only a batch with a null body takes the row-by-row path (it names the row). `write()` returns only
+    after the broker acknowledged every message of the task (failed sends are retried).
+    """
 
     def __init__(self, options: SinkOptions, access: BrokerAccess, prefix: bytes) -> None:
         self.options = options

@@ -134,10 +134,10 @@ class Later:
 
 def answer_together(answers: list[tuple[Later, RemotingCommand]]) -> None:
     """Answer several `Later`s at once (a group commit's round): first every answer, each connection's
-    in one write, then the counting. One after another (`Later.answer`), the first answer left at once
-    but the last only once all the others were built and counted (~4.5 us each on the loop), and the
-    senders waited for theirs that long. An answer that cannot go out plainly (a oneway request, a
-    closed or paused connection) takes `Later.answer`'s way."""
+    in one write, then the counting, so no sender waits while the others' answers are counted (one
+    after another, with `Later.answer`, the last answer would leave only after every other was built
+    and counted). An answer that cannot go out plainly (a oneway request, a closed or paused
+    connection) takes `Later.answer`'s way."""
     finished = perf_counter()
     sent: list[tuple[_Route, Connection, RemotingCommand, float]] = []
     batches: dict[Connection, list[RemotingCommand]] = {}
