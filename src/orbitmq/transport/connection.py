@@ -1,9 +1,8 @@
 """One remoting connection over TCP: framing, opaque -> waiter correlation, oneway, timeouts, close.
 
-`Connection` is an `asyncio.Protocol` (bytes go from the socket straight into the `FrameDecoder`) and
-symmetrical: both sides send requests, and inbound ones go to a `request_handler`. A frame that breaks
-the protocol closes this connection only; writes use `writelines` so bodies are never copied here. It
-knows no request codes. Pending requests and how each ends once: pending.py.
+An `asyncio.Protocol` (bytes go from the socket straight into the `FrameDecoder`), symmetrical: both
+sides send requests. A frame that breaks the protocol closes this connection only; writes use
+`writelines`, so bodies are never copied. It knows no request codes; pending requests: pending.py.
 """
 
 from __future__ import annotations
