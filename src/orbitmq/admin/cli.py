@@ -1,13 +1,7 @@
 """`orbitmq admin SUBCOMMAND [options]`: mqadmin's subcommands and flags over AdminClient.
 
-    orbitmq admin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicA -r 4 -w 4
-    orbitmq admin topicStatus -n 127.0.0.1:9876 -t TopicA --json
-
-Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
-output) and --timeout (seconds per request); against a cluster with ACL on, --access-key and
---secret-key (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign every request; --tls uses TLS.
-Output goes to stdout; a failure prints one line `orbitmq admin NAME: error: ...` on stderr and
-exits 1 (2 for bad arguments), never a traceback for anything the user or the cluster got wrong.
+Output goes to stdout; a failure prints one line `orbitmq admin NAME: error: ...` on stderr and exits
+1 (2 for bad arguments, as argparse), never a traceback for anything the user or the cluster got wrong.
 """
 
 from __future__ import annotations
@@ -195,6 +189,12 @@ def _loop_running() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand, e.g. `updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicA -r 4 -w 4`.
+
+    Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
+    output) and --timeout (seconds per request); against a cluster with ACL on, --access-key and
+    --secret-key (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign every request; --tls uses TLS.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # a subcommand is required: the list, and argparse's exit code for a usage error
         print(f"{usage()}\n\n{PROG}: error: name a subcommand", file=sys.stderr)
