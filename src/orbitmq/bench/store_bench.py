@@ -63,25 +63,23 @@ def report(label: str, count: int, nbytes: int, seconds: float, extra: str = "")
     print(f"{label:<44} {count / seconds:>10,.0f} msgs/s {nbytes / seconds / 1e6:>8.1f} MB/s {extra}")
 
 
-def bench_single(root: str, n: int, body: bytes, segment_mb: int) -> MessageStore:
-    store = fresh(root, segment_mb)
+def _timed_puts(store: MessageStore, n: int, body: bytes, label: str) -> None:
     msgs = messages(n, body)
     t = time.perf_counter()
     for m in msgs:
         store.put_message(m)
-    dt = time.perf_counter() - t
-    report("append single, ASYNC_FLUSH", n, store.get_max_phy_offset(), dt)
+    report(label, n, store.get_max_phy_offset(), time.perf_counter() - t)
+
+
+def bench_single(root: str, n: int, body: bytes, segment_mb: int) -> MessageStore:
+    store = fresh(root, segment_mb)
+    _timed_puts(store, n, body, "append single, ASYNC_FLUSH")
     return store
 
 
 def bench_single_no_index(root: str, n: int, body: bytes, segment_mb: int) -> None:
     store = fresh(root, segment_mb, index=False)
-    msgs = messages(n, body)
-    t = time.perf_counter()
-    for m in msgs:
-        store.put_message(m)
-    dt = time.perf_counter() - t
-    report("append single, ASYNC_FLUSH, index off", n, store.get_max_phy_offset(), dt)
+    _timed_puts(store, n, body, "append single, ASYNC_FLUSH, index off")
     store.shutdown()
 
 
