@@ -71,8 +71,8 @@ def whole_columns(rows: Sequence[Sequence[str]]) -> set[int]:
 
 def rich_table(headers: Sequence[str], rows: list[list[str]], width: int | None = None) -> str:
     """The cells as a rich table, rendered for the terminal's width (or `width`). Too narrow for the
-    whole table, the columns of addresses, times and numbers keep the width of their cells and the
-    others wrap (fold); no cell is cut to "…"."""
+    boxed table, the rules go; too narrow even then, the columns of addresses, times and numbers keep
+    the width of their cells and the others wrap (fold); no cell is cut to "…"."""
     import io
 
     from rich.console import Console
@@ -82,10 +82,15 @@ def rich_table(headers: Sequence[str], rows: list[list[str]], width: int | None 
     width = width or Console().width
     titles = [header.lstrip("#") for header in headers]
     natural = [max([len(title), *(len(row[i]) for row in rows)]) for i, title in enumerate(titles)]
+    boxed = sum(natural) + 3 * len(titles) + 1 <= width  # cells, padding and rules on one line each
     narrow = sum(natural) + len(COLUMN_GAP) * (len(titles) - 1) > width
     whole = whole_columns(rows) if narrow else set()
-    # No borders: two spaces between columns (mqadmin's gap) leave the most room for the cells.
-    table = Table(header_style="bold cyan", box=None, pad_edge=False)
+    # Too narrow for the box: no rules, two spaces between columns (mqadmin's gap) leave the most room.
+    table = (
+        Table(header_style="bold cyan")
+        if boxed
+        else Table(header_style="bold cyan", box=None, pad_edge=False)
+    )
     for i, title in enumerate(titles):
         # A fixed width holds every cell (rich narrows only the other columns); the header wraps.
         fixed = max(len(word) for word in [*title.split(), *(row[i] for row in rows)]) if i in whole else None

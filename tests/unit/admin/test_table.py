@@ -109,9 +109,10 @@ def test_at_80_columns_addresses_and_times_are_never_cut() -> None:
     assert any(time_cell in line and "127.0.0.1:53412" in line for line in lines)
 
 
-def test_a_wide_terminal_keeps_every_header_on_one_line() -> None:
+def test_a_wide_terminal_keeps_the_box_and_every_header_on_one_line() -> None:
     from orbitmq.admin.table import rich_table, whole_columns
 
     lines = _terminal_text(rich_table(["#Broker Offset", "#Addr"], [["12", "127.0.0.1:10911"]], 200))
-    assert lines == ["Broker Offset  Addr", "12             127.0.0.1:10911"]
+    assert "┃ Broker Offset ┃ Addr            ┃" in lines
+    assert "│ 12            │ 127.0.0.1:10911 │" in lines
     assert whole_columns([["a", "1", "127.0.0.1:1", "-"], ["b", "2.5", "N/A", "-"]]) == {1, 2}
