@@ -1,14 +1,8 @@
 """`orbitmq bench`: run the BENCHMARKS.md workloads against orbitmq (or any RocketMQ 4.x cluster) and,
 in the same run, against the peers (NATS JetStream, Redis Streams), and print one table with ratios.
 
-Examples:
-  orbitmq bench W1 --serve --peers nats,redis
-  orbitmq bench W1,W2,W3,W4 --serve --peers all --duration 5 --messages 50000
-  orbitmq bench W1 -n 127.0.0.1:9876 --json
-  orbitmq bench all --serve --quick        # every workload, W1-W10, with short defaults
-
-Every case is bounded in time (--duration, --drain-timeout) and in count (--messages) and stops by
-itself; only 127.0.0.1 servers are started; whatever the bench starts it stops by PID.
+Every case is bounded in time and count and stops by itself; only 127.0.0.1 servers are started, and
+whatever the bench starts it stops by PID.
 """
 
 from __future__ import annotations
@@ -51,6 +45,13 @@ def run_script(name: str, argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """Run `orbitmq bench ARGS`; 1 when a case failed. Examples:
+
+    orbitmq bench W1 --serve --peers nats,redis
+    orbitmq bench W1,W2,W3,W4 --serve --peers all --duration 5 --messages 50000
+    orbitmq bench W1 -n 127.0.0.1:9876 --json
+    orbitmq bench all --serve --quick        # every workload, W1-W10, with short defaults
+    """
     if argv and argv[0] in SCRIPTS:
         return run_script(argv[0], argv[1:])
     parser = build_parser()

@@ -1,11 +1,7 @@
 """What a benchmarked system must offer the workloads: the `Driver` base class and `ServerHandle`.
 
-A driver wraps one client of one system (orbitmq's client, the raw-protocol driver, NATS JetStream,
-Redis Streams) behind the few operations the workloads need: make a fresh topic, send one message and
-wait for the ack, send a window of messages pipelined, send a batch, and consume a topic from its start.
-Every workload is written once against these operations, so all systems do the same work.
-`ServerHandle` is a server process the bench started (and must stop by PID). Nothing here knows any
-particular system.
+Every workload is written once against these few operations, so all systems do the same work;
+nothing here knows any particular system.
 """
 
 from __future__ import annotations
@@ -71,7 +67,12 @@ class ServerHandle:
 
 
 class Driver(ABC):
-    """One client of one system. Methods are called from a single asyncio loop."""
+    """One client of one system. Methods are called from a single asyncio loop.
+
+    A driver wraps one client (orbitmq's client, the raw-protocol driver, NATS JetStream, Redis Streams)
+    behind what the workloads need: make a fresh topic, send one message and wait for the ack, send a
+    window of messages pipelined, send a batch, and consume a topic from its start.
+    """
 
     system: str = "?"
     # Bodies arrive as the bytes that were sent (the latency stamp is in the first 8 bytes).

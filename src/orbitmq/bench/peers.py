@@ -1,9 +1,6 @@
-"""Finding and loading the peer drivers of `orbitmq bench --peers`.
-
-A peer driver is a module `<name>_peer.py` with NAME, start_server(workdir) -> ServerHandle and
-make_driver(server) -> Driver. The ones the bench ships live in the `orbitmq.bench.peer_drivers`
-package, so an installed orbitmq finds them as a source checkout does; `--peers-dir` or
-ORBITMQ_BENCH_PEERS points at a directory of other drivers instead.
+"""Finding and loading the peer drivers of `orbitmq bench --peers`: the package's own
+(`orbitmq.bench.peer_drivers`, found through importlib.resources, so an installed orbitmq has them),
+or a directory of others given by `--peers-dir` / ORBITMQ_BENCH_PEERS.
 """
 
 from __future__ import annotations
@@ -29,7 +26,10 @@ def default_peers_dir() -> Path:
 
 
 def load_peer(name: str, peers_dir: Path) -> ModuleType:
-    """Import `<peers_dir>/<name>_peer.py`; FileNotFoundError if there is no such driver."""
+    """Import `<peers_dir>/<name>_peer.py`; FileNotFoundError if there is no such driver.
+
+    A peer driver has NAME, start_server(workdir) -> ServerHandle and make_driver(server) -> Driver.
+    """
     path = peers_dir / f"{name}_peer.py"
     if not path.is_file():
         raise FileNotFoundError(f"no peer driver {path}")

@@ -1,16 +1,5 @@
-"""W6: replication. A master with one slave, SYNC_MASTER and then ASYNC_MASTER in the same run: sync send
-with `--replication-senders` senders (msgs/s, round trip p50/p99, as W1) and pipelined send (as W2),
-while the master's and the slave's commit-log max offsets are sampled every ~100 ms through
-GET_BROKER_RUNTIME_INFO ("commitLogMaxOffset") to give the replication lag.
-
-With `--serve` each role gets its own `orbitmq.testing.cluster.Cluster` (1 nameserver, 1 broker group,
-1 slave; real processes) in the run's work dir, and the server CPU columns cover the nameserver, the
-master and the slave. With `-n` the bench measures the cluster it is given, in whatever role its master
-has, without server CPU.
-
-The brokers are driven with the raw-protocol driver (the broker's figure, no client library), which
-also counts the sends a master answered FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE: stored, but not
-confirmed by the slave.
+"""W6: replication. A master with one slave, SYNC_MASTER and then ASYNC_MASTER in the same run: sync and
+pipelined sends, with the replication lag sampled from both commit-log max offsets meanwhile.
 """
 
 from __future__ import annotations
@@ -290,7 +279,15 @@ def start_cluster(workdir: Path, role: str) -> tuple[Any, ServerHandle]:
 async def run(
     args: argparse.Namespace, cfg: wl.WorkloadConfig, workdir: Path, progress: Progress
 ) -> list[Measurement]:
-    """W6: with `--serve` both roles on clusters of their own, else the cluster at `-n`."""
+    """W6: with `--serve` both roles on clusters of their own, else the cluster at `-n`.
+
+    Sync send with `--replication-senders` senders (msgs/s, round trip p50/p99, as W1) and pipelined send
+    (as W2), while the master's and the slave's "commitLogMaxOffset" are sampled every ~100 ms through
+    GET_BROKER_RUNTIME_INFO. With `--serve` each role gets its own `orbitmq.testing.cluster.Cluster`
+    (1 nameserver, 1 broker group, 1 slave) and the server CPU covers all three; with `-n` the cluster is
+    measured in its master's own role, without server CPU. The raw-protocol driver also counts the sends
+    a master answered FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE: stored, not confirmed by the slave.
+    """
     senders = int(args.replication_senders)
     if not args.serve:
         namesrv = args.namesrv or "127.0.0.1:9876"

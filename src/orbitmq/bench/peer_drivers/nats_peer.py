@@ -1,9 +1,6 @@
 """NATS JetStream as a bench peer: a nats-server with file storage in a temp dir, driven by nats-py.
 
-W1 = js.publish (waits for the PubAck), W2 pipelined = publish_async then wait for every ack, W2 batch =
-the same (JetStream has no batch publish), W3/W4 = a durable pull consumer fetching up to 256 messages
-per request with AckPolicy.ALL, acknowledging the last message of each fetch (the equivalent of a
-committed offset). Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
+Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
 """
 
 from __future__ import annotations
@@ -31,6 +28,12 @@ def start_server(workdir: Path) -> ServerHandle:
 
 
 class NatsDriver(Driver):
+    """W1 = js.publish (waits for the PubAck), W2 pipelined = publish_async then wait for every ack, W2
+    batch = the same (JetStream has no batch publish), W3/W4 = a durable pull consumer fetching up to 256
+    messages per request with AckPolicy.ALL, acknowledging the last message of each fetch (the equivalent
+    of a committed offset).
+    """
+
     system = NAME
 
     def __init__(self, server: ServerHandle) -> None:

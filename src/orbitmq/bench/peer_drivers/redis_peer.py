@@ -1,10 +1,6 @@
 """Redis Streams as a bench peer: redis-server (appendonly yes, appendfsync everysec) driven by redis-py.
 
-W1 = XADD awaited one at a time per sender (one pooled connection per sender), W2 pipelined = a
-non-transactional pipeline of XADDs per window, W2 batch = the same with the batch size, W3/W4 =
-XREAD of up to 1,000 entries per call, blocking 100 ms when caught up; the consumer's position is the
-last entry id it read (XREAD has no server-side commit; XREADGROUP + XACK would add one round trip per
-batch). Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
+Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
 """
 
 from __future__ import annotations
@@ -42,6 +38,12 @@ def start_server(workdir: Path) -> ServerHandle:
 
 
 class RedisDriver(Driver):
+    """W1 = XADD awaited one at a time per sender (one pooled connection per sender), W2 pipelined = a
+    non-transactional pipeline of XADDs per window, W2 batch = the same with the batch size, W3/W4 = XREAD
+    of up to 1,000 entries per call, blocking 100 ms when caught up; the consumer's position is the last
+    entry id it read (XREAD has no server-side commit; XREADGROUP + XACK would add a round trip per batch).
+    """
+
     system = NAME
 
     def __init__(self, server: ServerHandle) -> None:
