@@ -59,6 +59,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.message_store",
     "orbitmq.transport.busy_poll",
     "orbitmq.transport.connection",
+    "orbitmq.transport.pending",
     "orbitmq.transport.dispatch",
     "orbitmq.broker.processors.fields",
     "orbitmq.broker.processors.pull",

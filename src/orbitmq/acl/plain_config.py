@@ -1,21 +1,7 @@
 """plain_acl.yml: RocketMQ 4.x's ACL file, read with PyYAML's safe_load and written back the same way.
 
-```
-globalWhiteRemoteAddresses: [10.10.103.*]
-accounts:
-  - accessKey: RocketMQ
-    secretKey: 12345678
-    whiteRemoteAddress:
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms: [topicA=DENY, topicB=PUB|SUB]
-    groupPerms: [groupA=DENY, groupB=PUB|SUB]
-dataVersion: [{counter: 1, timestamp: 1700000000000}]
-```
-Access and secret keys must be longer than 6 characters (AclConstants' minimum, checked as RocketMQ
-does when it builds an account). Every account is compiled once here (perms parsed, address pattern
-compiled), so a request costs dictionary lookups only.
+Every account is compiled once here (perms parsed, address pattern compiled), so a request costs
+dictionary lookups only. Access and secret keys must be longer than 6 characters (AclConstants).
 """
 
 from __future__ import annotations
@@ -100,6 +86,21 @@ class PlainAccount:
 
 @dataclass(slots=True)
 class PlainAclConfig:
+    """The whole file, as RocketMQ writes it:
+
+    globalWhiteRemoteAddresses: [10.10.103.*]
+    accounts:
+      - accessKey: RocketMQ
+        secretKey: 12345678
+        whiteRemoteAddress:
+        admin: false
+        defaultTopicPerm: DENY
+        defaultGroupPerm: SUB
+        topicPerms: [topicA=DENY, topicB=PUB|SUB]
+        groupPerms: [groupA=DENY, groupB=PUB|SUB]
+    dataVersion: [{counter: 1, timestamp: 1700000000000}]
+    """
+
     global_white_addresses: list[str] = field(default_factory=list)
     accounts: dict[str, PlainAccount] = field(default_factory=dict)
     counter: int = 0

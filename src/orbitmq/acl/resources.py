@@ -1,9 +1,8 @@
 """What a request needs: (resource, permission) pairs per request code (PlainAccessValidator.parse).
 
-Groups are checked as their `%RETRY%<group>` topic. Codes not listed need no resource (only the
-signature, the address white lists and, for admin codes, the admin flag). Beyond RocketMQ 4.9.8,
-SEND_BATCH_MESSAGE and the reply sends need PUB on their topic like SEND_MESSAGE_V2 (4.9.8 checks
-nothing for them, so a SUB-only account could publish in batches).
+Groups are checked as their `%RETRY%<group>` topic; codes not listed need no resource. Beyond RocketMQ
+4.9.8, SEND_BATCH_MESSAGE and the reply sends need PUB on their topic like SEND_MESSAGE_V2 (4.9.8
+checks nothing for them, so a SUB-only account could publish in batches).
 """
 
 from __future__ import annotations

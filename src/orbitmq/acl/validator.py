@@ -1,18 +1,7 @@
 """PlainAccessValidator: check one request against plain_acl.yml, reload the file when it changes,
 and apply the ACL admin requests (update/delete account, global white list) to the file.
 
-Order of the checks (PlainPermissionManager.validate, fact sheet 9.4):
-1. the client IP matches a global white address -> allowed;
-2. no AccessKey -> "No accessKey is configured"; unknown -> "No acl config for <key>";
-3. the client IP matches the account's whiteRemoteAddress -> allowed (no signature needed);
-4. the signature must match ("Check signature failed for accessKey=<key>");
-5. PUB on RMQ_SYS_TRACE_TOPIC only -> allowed (message trace);
-6. admin codes need `admin: true`; 7. every needed resource's permission (explicit entry, else the
-   default topic/group permission; admin accounts without explicit entries pass).
-
-The file is stat'ed at most once per `check_interval` seconds, on the request path: no thread, and a
-reload that fails keeps the previous rules (logged). Only the hook (see `AccessPolicy`) calls `check`;
-with ACL off nothing here runs.
+Only the hook (see `AccessPolicy`) calls `check`; with ACL off nothing here runs.
 """
 
 from __future__ import annotations
@@ -51,6 +40,19 @@ class AccessPolicy:
 
 
 class PlainAccessValidator:
+    """The file is stat'ed at most once per `check_interval` seconds, on the request path: no thread, and a
+    reload that fails keeps the previous rules (logged).
+
+    Order of the checks (PlainPermissionManager.validate, fact sheet 9.4):
+    1. the client IP matches a global white address -> allowed;
+    2. no AccessKey -> "No accessKey is configured"; unknown -> "No acl config for <key>";
+    3. the client IP matches the account's whiteRemoteAddress -> allowed (no signature needed);
+    4. the signature must match ("Check signature failed for accessKey=<key>");
+    5. PUB on RMQ_SYS_TRACE_TOPIC only -> allowed (message trace);
+    6. admin codes need `admin: true`; 7. every needed resource's permission (explicit entry, else the
+       default topic/group permission; admin accounts without explicit entries pass).
+    """
+
     def __init__(
         self,
         path: str | os.PathLike[str],

@@ -1,14 +1,8 @@
 """AdminClient: mqadmin's operations as asyncio calls against the name servers and brokers.
 
-    async with AdminClient("127.0.0.1:9876") as admin:
-        await admin.update_topic("TopicA", cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
-        print(await admin.consumer_progress("GroupA"))
-
-Topic, broker and subscription-group operations live here; message operations in `messages`
-(MessageAdmin), name-server queries and broker resolution in `base` (AdminBase). The admin-only RPCs
-(topic stats, consume stats, broker config, subscription groups, resets, deletes) are built from the
-fact sheet's headers (3.5) and bodies (4.7, 4.10); the ones a client also makes come from MQClientAPI.
-This module knows nothing about argument parsing or output formatting.
+Topic, broker and subscription-group operations live here; messages in `messages`, ACL in `acl`,
+name-server queries and broker resolution in `base`. The admin-only RPCs follow the fact sheet's
+headers (3.5) and bodies (4.7, 4.10); no argument parsing or output formatting here.
 """
 
 from __future__ import annotations
@@ -44,7 +38,12 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # NamesrvUtil.NAMESPACE_ORDER_TOPIC_C
 
 
 class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
-    """`async with AdminClient("127.0.0.1:9876") as admin: await admin.topic_list()`."""
+    """mqadmin's operations; one client per name-server list, used as an async context manager:
+
+    async with AdminClient("127.0.0.1:9876") as admin:
+        await admin.update_topic("TopicA", cluster="DefaultCluster", write_queue_nums=4)
+        print(await admin.consumer_progress("GroupA"))
+    """
 
     # ---- topics -----------------------------------------------------------------------------
 

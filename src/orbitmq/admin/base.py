@@ -1,11 +1,8 @@
-"""AdminBase: what every admin operation stands on: the name-server queries and the resolution of
-topics, clusters and broker names to broker addresses (mqadmin's DefaultMQAdminExt rules: topic
-operations go to the master of every broker in the topic's route, cluster operations to every master
-(or every broker) of the cluster, and a broker address given by the caller is used as is).
+"""AdminBase: the name-server queries and the resolution of topics, clusters and broker names to
+broker addresses that every admin operation stands on.
 
-Errors: `AdminError` (an OrbitError) for what the user asked that cannot be (unknown topic, cluster,
-broker or group); `BrokerError`, `ConnectError`, `RequestTimeoutError` pass through unchanged.
-This module knows nothing about argument parsing or output formatting.
+`AdminError` (an OrbitError) is what the user asked that cannot be (unknown topic, cluster, broker or
+group); `BrokerError`, `ConnectError`, `RequestTimeoutError` pass through unchanged.
 """
 
 from __future__ import annotations
@@ -53,7 +50,12 @@ def valid_address(address: str) -> bool:
 
 
 class AdminBase:
-    """Connections, name-server queries and broker resolution; see AdminClient for the operations."""
+    """Connections, name-server queries and broker resolution; see AdminClient for the operations.
+
+    Resolution follows mqadmin's DefaultMQAdminExt: topic operations go to the master of every broker in
+    the topic's route, cluster operations to every master (or every broker) of the cluster, and a broker
+    address given by the caller is used as is.
+    """
 
     def __init__(
         self,

@@ -1,13 +1,7 @@
 """`orbitmq admin SUBCOMMAND [options]`: mqadmin's subcommands and flags over AdminClient.
 
-    orbitmq admin updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicA -r 4 -w 4
-    orbitmq admin topicStatus -n 127.0.0.1:9876 -t TopicA --json
-
-Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
-output) and --timeout (seconds per request); against a cluster with ACL on, --access-key and
---secret-key (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign every request; --tls uses TLS.
-Output goes to stdout; a failure prints one line `orbitmq admin NAME: error: ...` on stderr and
-exits 1 (2 for bad arguments), never a traceback for anything the user or the cluster got wrong.
+Output goes to stdout; a failure prints one line `orbitmq admin NAME: error: ...` on stderr and exits
+1 (2 for bad arguments, as argparse), never a traceback for anything the user or the cluster got wrong.
 """
 
 from __future__ import annotations
@@ -86,10 +80,14 @@ def add_security_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls", action="store_true", help="connect with TLS (tls.enable=true)")
 
 
+USAGE_LINE = f"{PROG} SUBCOMMAND [-n NAMESRV] [--json] [options]   ({PROG} SUBCOMMAND -h for its options)"
+
+
 def usage() -> str:
+    """The usage line and the list of subcommands (what `orbitmq admin` with no subcommand prints)."""
     width = max(len(name) for name in COMMANDS)
     lines = [
-        f"usage: {PROG} SUBCOMMAND [-n NAMESRV] [--json] [options]   ({PROG} SUBCOMMAND -h for its options)",
+        f"usage: {USAGE_LINE}",
         "",
         "subcommands (mqadmin's names and flags):",
     ]
@@ -107,7 +105,7 @@ def did_you_mean(word: str) -> str:
     return " (did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common_options() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument(
         "-n",
@@ -118,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request (5)")
     add_security_options(common)
-    parser = _Parser(prog=PROG, usage=usage(), add_help=False)
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_options()
+    parser = _Parser(prog=PROG, usage=USAGE_LINE, add_help=False)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help, parents=[common], prog=f"{PROG} {name}")
@@ -126,9 +129,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand (its flags and the common ones); KeyError for an unknown name."""
+    cmd = COMMANDS[name]
+    parser = _Parser(prog=f"{PROG} {name}", description=cmd.help, parents=[_common_options()])
+    cmd.configure(parser)
+    return parser
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse a command line; raises _UsageError/_Exit (main turns them into exit codes)."""
-    return build_parser().parse_args(list(argv))
+    """Parse a command line; raises _UsageError/_Exit (main turns them into exit codes).
+
+    The subcommand's own parser reads its flags, so an unknown flag is reported with that
+    subcommand's usage (the top parser would answer with the whole list of subcommands)."""
+    argv = list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        return build_parser().parse_args(argv)
+    args = subcommand_parser(argv[0]).parse_args(argv[1:])
+    args.command = argv[0]
+    return args
 
 
 def error_text(exc: BaseException) -> str:
@@ -170,8 +189,17 @@ def _loop_running() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand, e.g. `updateTopic -n 127.0.0.1:9876 -c DefaultCluster -t TopicA -r 4 -w 4`.
+
+    Every subcommand takes -n (name servers, ';'-separated; default $NAMESRV_ADDR), --json (machine
+    output) and --timeout (seconds per request); against a cluster with ACL on, --access-key and
+    --secret-key (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign every request; --tls uses TLS.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv:  # a subcommand is required: the list, and argparse's exit code for a usage error
+        print(f"{usage()}\n\n{PROG}: error: name a subcommand", file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
     if argv[0] not in COMMANDS:

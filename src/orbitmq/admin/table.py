@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 
 import orjson
 
 COLUMN_GAP = "  "
+# Cells a narrow terminal must never cut or wrap: addresses (host:port), times (format_timestamp's
+# form) and numbers.
+_WHOLE_CELL = re.compile(r"\S+:\d+|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}|-?\d+(\.\d+)?")
+_NO_VALUE = ("-", "N/A")
 
 
 def cell(value: object) -> str:
@@ -41,7 +46,7 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
         for i, text in enumerate(row):
             widths[i] = max(widths[i], len(text))
     if _rich_terminal():
-        return _rich_table(headers, text_rows)
+        return rich_table(headers, text_rows)
     lines = []
     for row in [list(headers), *text_rows]:
         padded = [text.ljust(widths[i]) for i, text in enumerate(row[:-1])]
@@ -53,21 +58,47 @@ def _rich_terminal() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-def _rich_table(headers: Sequence[str], rows: list[list[str]]) -> str:
-    """The cells as a rich table, rendered to text for the terminal's width."""
+def whole_columns(rows: Sequence[Sequence[str]]) -> set[int]:
+    """The columns whose cells are all addresses, times or numbers (or empty): cut to "127.0…" they
+    would mislead, so a narrow terminal narrows and wraps the other columns instead."""
+    found: set[int] = set()
+    for i in range(len(rows[0]) if rows else 0):
+        cells = [row[i] for row in rows if row[i] not in _NO_VALUE]
+        if cells and all(_WHOLE_CELL.fullmatch(c) for c in cells):
+            found.add(i)
+    return found
+
+
+def rich_table(headers: Sequence[str], rows: list[list[str]], width: int | None = None) -> str:
+    """The cells as a rich table, rendered for the terminal's width (or `width`). Too narrow for the
+    boxed table, the rules go; too narrow even then, the columns of addresses, times and numbers keep
+    the width of their cells and the others wrap (fold); no cell is cut to "…"."""
     import io
 
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(header_style="bold cyan")
-    for header in headers:
-        table.add_column(header.lstrip("#"))
+    width = width or Console().width
+    titles = [header.lstrip("#") for header in headers]
+    natural = [max([len(title), *(len(row[i]) for row in rows)]) for i, title in enumerate(titles)]
+    boxed = sum(natural) + 3 * len(titles) + 1 <= width  # cells, padding and rules on one line each
+    narrow = sum(natural) + len(COLUMN_GAP) * (len(titles) - 1) > width
+    whole = whole_columns(rows) if narrow else set()
+    # Too narrow for the box: no rules, two spaces between columns (mqadmin's gap) leave the most room.
+    table = (
+        Table(header_style="bold cyan")
+        if boxed
+        else Table(header_style="bold cyan", box=None, pad_edge=False)
+    )
+    for i, title in enumerate(titles):
+        # A fixed width holds every cell (rich narrows only the other columns); the header wraps.
+        fixed = max(len(word) for word in [*title.split(), *(row[i] for row in rows)]) if i in whole else None
+        table.add_column(title, width=fixed, overflow="fold")
     for row in rows:
         table.add_row(*(Text(c) for c in row))  # Text: a "[...]" in a cell is not rich markup
     out = io.StringIO()
-    Console(file=out, force_terminal=True, width=Console().width).print(table)
+    Console(file=out, force_terminal=True, width=width).print(table)
     return out.getvalue().rstrip("\n")
 
 

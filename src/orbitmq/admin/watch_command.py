@@ -1,10 +1,8 @@
 """`orbitmq admin watch -g GROUP [-t TOPIC]`: a live terminal view of a group's lag per queue and its
-consume TPS (GET_CONSUME_STATS, whose TPS is the broker's one-minute window), refreshed every
-`--interval` seconds with rich's Live display when stdout is a terminal.
+consume TPS (GET_CONSUME_STATS: the broker's one-minute window), refreshed every `--interval` s.
 
-`--count N` stops after N refreshes (0: until Ctrl-C). What is printed at the end -- and all that is
-printed when stdout is not a terminal -- is the last snapshot: the usual table, or `--json` data, so
-scripts get the same shapes as `consumerProgress`.
+Without a terminal, or at the end, it prints the last snapshot as `consumerProgress` does (table or
+`--json`), so scripts get the same shapes; `--count N` stops after N refreshes (0: until Ctrl-C).
 """
 
 from __future__ import annotations

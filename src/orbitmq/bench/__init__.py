@@ -1,9 +1,6 @@
 """orbitmq.bench: the `orbitmq bench` verb (BENCHMARKS.md workloads, peers in the same run).
 
-cli (the verb and the run order) -> workloads / server_workloads (W1-W5, W8-W10, written against
-driver.Driver) -> drivers (client_driver: orbitmq's client; raw_driver: raw remoting requests; peers
-from the repository's bench/peers/). Pure helpers: stats, cpu, ratelimit, result, table, progress.
-Single-component benchmarks, run as `orbitmq bench codec|store|broker-smoke|spark [ARGS]`:
-codec_bench, store_bench, broker_smoke, spark_bench (W7 runs spark_bench as a subprocess).
+cli -> runner -> workloads / server_workloads (written against driver.Driver) -> drivers (client,
+raw, peer_drivers/); single-component benchmarks are verbs too (`orbitmq bench codec|store|...`).
 Nothing in orbitmq imports this package.
 """

@@ -1,17 +1,8 @@
 """An installed Apache RocketMQ 4.9.x as a bench peer: find it, start its namesrv and broker on 127.0.0.1.
 
 Used only when the user points at an installation (`--rocketmq-home DIR` or ORBITMQ_BENCH_ROCKETMQ_HOME);
-nothing in the repository builds or ships it. DIR is laid out like Apache's binary distribution:
-
-  DIR/lib/*.jar      every jar: rocketmq-namesrv, -broker, -client, -example (the benchmark Producer)
-                     and their dependencies (netty, fastjson, logback, ...)
-  DIR/classes/       optional: a directory of compiled classes, put before the jars on the classpath
-  DIR/conf/          logback_namesrv.xml and logback_broker.xml (NamesrvStartup/BrokerStartup read
-                     ROCKETMQ_HOME/conf/ for their logging set-up)
-
-The bench runs `java` itself (JAVA_HOME/bin/java, else the one on PATH) with a small heap rather than
-bin/mqnamesrv and bin/mqbroker, whose default heaps (4-8 GiB) do not fit a small box. Servers keep their
-store and logs (user.home) in the bench's work dir and are stopped by PID.
+nothing in the repository builds or ships it. Servers keep their store and logs in the bench's work
+dir and are stopped by PID.
 """
 
 from __future__ import annotations
@@ -127,7 +118,19 @@ def find_java(environ: Mapping[str, str] = os.environ) -> str | None:
 
 
 def find_install(home: Path) -> RocketMQInstall:
-    """The installation at `home`, or DriverUnavailable saying in one line what is missing."""
+    """The installation at `home`, or DriverUnavailable saying in one line what is missing.
+
+    `home` is laid out like Apache's binary distribution:
+
+      DIR/lib/*.jar      every jar: rocketmq-namesrv, -broker, -client, -example (the benchmark Producer)
+                         and their dependencies (netty, fastjson, logback, ...)
+      DIR/classes/       optional: a directory of compiled classes, put before the jars on the classpath
+      DIR/conf/          logback_namesrv.xml and logback_broker.xml (NamesrvStartup/BrokerStartup read
+                         ROCKETMQ_HOME/conf/ for their logging set-up)
+
+    The bench runs `java` itself (JAVA_HOME/bin/java, else the one on PATH) with a small heap rather than
+    bin/mqnamesrv and bin/mqbroker, whose default heaps (4-8 GiB) do not fit a small box.
+    """
     if not home.is_dir():
         raise DriverUnavailable(f"Apache RocketMQ home {home} is not a directory")
     classpath = classpath_of(home)

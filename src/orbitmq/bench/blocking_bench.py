@@ -1,21 +1,8 @@
-"""One thread sending one message at a time through a blocking client: orbitmq's `Producer` (the
-README's `from orbitmq import Producer`) against redis-py's synchronous `Redis.xadd`, in the same run.
+"""`orbitmq bench blocking`: one thread sending one message at a time through a blocking client,
+orbitmq's `Producer` against redis-py's synchronous `Redis.xadd`, in the same run.
 
-    orbitmq bench blocking [--messages 10000] [--size 1024] [--rounds 3] [--no-redis]
-                           [--orderly | --batch N]
-
-`--orderly` sends with `Producer.send_orderly` (keys cycling over 16: a selector picks the queue)
-against the same `xadd` (a stream is one ordered log). `--batch N` sends N messages per call: orbitmq's
-`send_batch` of N against a redis-py pipeline of N `xadd`s (one round trip each); the figures are still
-per message.
-
-W1 drives the asyncio clients; many Python programs send from plain threads instead. This starts an
-`orbitmq serve` and a redis-server (the Redis peer's own start-up: appendonly, appendfsync everysec) in
-a temporary directory, then, `--rounds` times and alternating, sends `--messages` bodies of `--size`
-bytes one after the other with each client, after a warm-up of 1,000. It prints each system's median
-rate, the CPU per message of the server and of this process (all its threads: the blocking
-Producer also runs the client's loop thread), the run-queue wait of each (share of the round, server /
-this process), and orbitmq's rate over redis-py's.
+W1 drives the asyncio clients; many Python programs send from plain threads instead. What is sent and
+reported: DESCRIPTION (the verb's --help).
 """
 
 from __future__ import annotations
@@ -35,6 +22,28 @@ from orbitmq.bench.driver import ServerHandle
 from orbitmq.bench.orbitmq_server import start_orbitmq
 from orbitmq.bench.peers import default_peers_dir, load_peer
 from orbitmq.bench.raw_driver import RawDriver
+
+DESCRIPTION = """\
+One thread sending one message at a time through a blocking client: orbitmq's `Producer` (the
+README's `from orbitmq import Producer`) against redis-py's synchronous `Redis.xadd`, in the same run.
+
+    orbitmq bench blocking [--messages 10000] [--size 1024] [--rounds 3] [--no-redis]
+                           [--orderly | --batch N]
+
+`--orderly` sends with `Producer.send_orderly` (keys cycling over 16: a selector picks the queue)
+against the same `xadd` (a stream is one ordered log). `--batch N` sends N messages per call: orbitmq's
+`send_batch` of N against a redis-py pipeline of N `xadd`s (one round trip each); the figures are still
+per message.
+
+W1 drives the asyncio clients; many Python programs send from plain threads instead. This starts an
+`orbitmq serve` and a redis-server (the Redis peer's own start-up: appendonly, appendfsync everysec) in
+a temporary directory, then, `--rounds` times and alternating, sends `--messages` bodies of `--size`
+bytes one after the other with each client, after a warm-up of 1,000. It prints each system's median
+rate, the CPU per message of the server and of this process (all its threads: the blocking
+Producer also runs the client's loop thread), the run-queue wait of each (share of the round, server /
+this process), and orbitmq's rate over redis-py's.
+"""
+
 
 TOPIC = "BlockingBench"
 WARM_UP = 1000
@@ -162,7 +171,7 @@ def _redis_sender(address: str, body: bytes, shape: Shape) -> tuple[Callable[[],
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="orbitmq bench blocking",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--messages", type=int, default=10_000)

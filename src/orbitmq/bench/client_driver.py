@@ -1,9 +1,6 @@
 """The "orbitmq" driver: orbitmq's own asyncio client library (Producer, PushConsumer).
 
 This is what a Python team would use, so it is the figure compared with the peers' Python clients.
-Clients run with their RocketMQ defaults (push consumer: 32 per pull, 20 concurrent listener calls,
-one message per call, offsets committed). Topics are made with raw admin requests
-(UPDATE_AND_CREATE_TOPIC, as mqadmin does), outside any measured window.
 """
 
 from __future__ import annotations
@@ -24,6 +21,11 @@ def client_available() -> bool:
 
 
 class ClientDriver(Driver):
+    """Clients run with their RocketMQ defaults (push consumer: 32 per pull, 20 concurrent listener calls,
+    one message per call, offsets committed). Topics are made with raw admin requests
+    (UPDATE_AND_CREATE_TOPIC, as mqadmin does), outside any measured window.
+    """
+
     system = "orbitmq"
 
     def __init__(

@@ -1,11 +1,8 @@
-"""Codec throughput per CPU second: pack_record_into, decode_records, scan_record, iter_record_spans
-and unpack_record_header (recovery's per-record read) with 1 KiB bodies, and the remoting wire path of
-a SEND_MESSAGE_V2 request (FrameDecoder.feed + decode_command, encode_command of its response).
-Run with `orbitmq bench codec [--count N] [--body B] [--runs R]`.
+"""`orbitmq bench codec`: throughput per CPU second of the record codec and the remoting wire path.
 
-Timed with `time.process_time` (this process's CPU time), so a shared, busy box changes the figures
-far less than wall-clock time would; compare compiled and pure builds with ORBITMQ_PURE=1.
-`orbitmq --version` says which build runs."""
+Timed with this process's CPU time, so a busy box changes the figures far less than wall-clock time
+would; compare builds with ORBITMQ_PURE=1. What is timed: DESCRIPTION (the verb's --help).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +27,17 @@ from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command
 from orbitmq.protocol.frames import FrameDecoder
 
+DESCRIPTION = """\
+Codec throughput per CPU second: pack_record_into, decode_records, scan_record, iter_record_spans
+and unpack_record_header (recovery's per-record read) with 1 KiB bodies, and the remoting wire path of
+a SEND_MESSAGE_V2 request (FrameDecoder.feed + decode_command, encode_command of its response).
+Run with `orbitmq bench codec [--count N] [--body B] [--runs R]`.
+
+Timed with `time.process_time` (this process's CPU time), so a shared, busy box changes the figures
+far less than wall-clock time would; compare compiled and pure builds with ORBITMQ_PURE=1.
+`orbitmq --version` says which build runs.
+"""
+
 
 def best_of(runs: int, fn: Callable[[], int]) -> float:
     """Best records/s over `runs` runs of `fn` (which returns the number of records it handled)."""
@@ -42,7 +50,7 @@ def best_of(runs: int, fn: Callable[[], int]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="orbitmq bench codec", description=__doc__)
+    parser = argparse.ArgumentParser(prog="orbitmq bench codec", description=DESCRIPTION)
     parser.add_argument("--count", type=int, default=50_000)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=5)

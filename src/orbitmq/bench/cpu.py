@@ -1,9 +1,7 @@
 """CPU and memory accounting of processes from /proc: who was busy while a figure was measured.
 
-A result is only meaningful if one knows whether the server or the benchmark client was the limit, so
-every figure carries the cores each side used: (utime + stime delta) / wall-clock delta. The parsing
-functions are pure (they take the file's text); `ProcessCpu` reads /proc. Linux only; elsewhere the
-readings are None and the table shows "-".
+A figure means little without knowing whether the server or the client was the limit, so each carries
+the cores each side used. Parsing is pure (`ProcessCpu` reads /proc); elsewhere than Linux, None.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """What a benchmarked system must offer the workloads: the `Driver` base class and `ServerHandle`.
 
-A driver wraps one client of one system (orbitmq's client, the raw-protocol driver, NATS JetStream,
-Redis Streams) behind the few operations the workloads need: make a fresh topic, send one message and
-wait for the ack, send a window of messages pipelined, send a batch, and consume a topic from its start.
-Every workload is written once against these operations, so all systems do the same work.
-`ServerHandle` is a server process the bench started (and must stop by PID). Nothing here knows any
-particular system.
+Every workload is written once against these few operations, so all systems do the same work;
+nothing here knows any particular system.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -70,7 +67,12 @@ class ServerHandle:
 
 
 class Driver(ABC):
-    """One client of one system. Methods are called from a single asyncio loop."""
+    """One client of one system. Methods are called from a single asyncio loop.
+
+    A driver wraps one client (orbitmq's client, the raw-protocol driver, NATS JetStream, Redis Streams)
+    behind what the workloads need: make a fresh topic, send one message and wait for the ack, send a
+    window of messages pipelined, send a batch, and consume a topic from its start.
+    """
 
     system: str = "?"
     # Bodies arrive as the bytes that were sent (the latency stamp is in the first 8 bytes).
@@ -138,6 +140,28 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen[b
             if time.monotonic() > deadline:
                 raise DriverUnavailable(f"nothing listening on {host}:{port} after {timeout:.0f} s") from None
             time.sleep(0.02)
+
+
+def launch_server(
+    name: str, binary: str, workdir: Path, argv: Callable[[str, int, Path], list[str]]
+) -> ServerHandle:
+    """Start a peer's server: `argv(path of binary, free 127.0.0.1 port, data dir workdir/name)`, its
+    output in workdir/<binary>.log; returns once it listens. DriverUnavailable when not installed."""
+    path = shutil.which(binary)
+    if path is None:
+        raise DriverUnavailable(f"{binary} not installed (bench/peers/install.sh installs it)")
+    data = workdir / name
+    data.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = (workdir / f"{binary}.log").open("wb")
+    proc = subprocess.Popen(argv(path, port, data), stdout=log, stderr=subprocess.STDOUT)
+    handle = ServerHandle(name, f"127.0.0.1:{port}", proc, workdir)
+    try:
+        wait_for_port("127.0.0.1", port, 15, proc)
+    except Exception:
+        handle.stop()
+        raise
+    return handle
 
 
 STAMP_BYTES = 8

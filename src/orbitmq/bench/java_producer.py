@@ -1,13 +1,5 @@
 """Apache RocketMQ's own benchmark producer (org.apache.rocketmq.example.benchmark.Producer) as a bench
 client, against either broker (Apache's or orbitmq's: it only needs a nameserver address).
-
-The Producer runs `-w` threads of synchronous sends forever and prints its figures itself: a line
-"... Send TPS: N Max RT(ms): N Average RT(ms): X Send Failed: N Response Failed: N" every 10 s, computed
-over its last 10 one-second snapshots (the first taken 1 s after start-up), i.e. a 9 s window. So a run
-lasts at least one print (about 11 s with JVM start-up) whatever --duration says; a longer --duration
-waits for ceil(duration / 10) prints and averages them. The bench takes its CPU readings (the broker's
-and the producer JVM's, run-queue waits summed over threads) over the same window: from 1 s after the
-Producer's first output line to its last counted print. Then it ends the Producer by PID.
 """
 
 from __future__ import annotations
@@ -128,7 +120,15 @@ def run_producer(
     workload: str,
     system: str,
 ) -> Measurement:
-    """Run the Producer until it has printed prints_needed(duration) lines; blocking (use a thread)."""
+    """Run the Producer for at least `duration` and read its figures; it is ended by PID.
+
+    The Producer runs `-w` threads of synchronous sends forever and prints "... Send TPS: N Max RT(ms): N
+    Average RT(ms): X Send Failed: N Response Failed: N" every 10 s, over its last 10 one-second snapshots
+    (the first 1 s after start-up), i.e. a 9 s window. So a run lasts at least one print (about 11 s with
+    JVM start-up); a longer duration waits for ceil(duration / 10) prints and averages them. The CPU
+    readings (broker and producer JVM, run-queue waits summed over threads) cover the same window: from
+    1 s after the Producer's first output line to its last counted print.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     label = f"{threads} sender" + ("s" if threads != 1 else "")
     m = Measurement(workload, label, system, body_size=size)

@@ -1,30 +1,35 @@
-"""Finding and loading the peer drivers that live in the repository's bench/peers/ directory.
-
-A peer module (bench/peers/<name>_peer.py) exposes NAME, start_server(workdir) -> ServerHandle and
-make_driver(server) -> Driver. They sit outside the package because they are benchmark fixtures, not
-part of orbitmq; `--peers-dir` or ORBITMQ_BENCH_PEERS points elsewhere (e.g. an installed copy).
+"""Finding and loading the peer drivers of `orbitmq bench --peers`: the package's own
+(`orbitmq.bench.peer_drivers`, found through importlib.resources, so an installed orbitmq has them),
+or a directory of others given by `--peers-dir` / ORBITMQ_BENCH_PEERS.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
 
 KNOWN_PEERS = ("nats", "redis")
+DRIVERS_PACKAGE = "orbitmq.bench.peer_drivers"
+
+
+def packaged_peers_dir() -> Path:
+    """The directory of the drivers shipped in the package (found through importlib.resources)."""
+    return Path(str(importlib.resources.files(DRIVERS_PACKAGE)))
 
 
 def default_peers_dir() -> Path:
     env = os.environ.get("ORBITMQ_BENCH_PEERS")
-    if env:
-        return Path(env)
-    # src/orbitmq/bench/peers.py -> the repository root is three levels above the package.
-    return Path(__file__).resolve().parents[3] / "bench" / "peers"
+    return Path(env) if env else packaged_peers_dir()
 
 
 def load_peer(name: str, peers_dir: Path) -> ModuleType:
-    """Import bench/peers/<name>_peer.py; FileNotFoundError if there is no such driver."""
+    """Import `<peers_dir>/<name>_peer.py`; FileNotFoundError if there is no such driver.
+
+    A peer driver has NAME, start_server(workdir) -> ServerHandle and make_driver(server) -> Driver.
+    """
     path = peers_dir / f"{name}_peer.py"
     if not path.is_file():
         raise FileNotFoundError(f"no peer driver {path}")

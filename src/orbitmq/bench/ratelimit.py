@@ -1,15 +1,16 @@
-"""Pacing for fixed-rate workloads (W4): when the next message is due.
-
-Sans-IO: the caller passes the current time and sleeps for what `delay` returns. The schedule is
-absolute (message k is due at start + k / rate), so a late wake-up is caught up by sending the overdue
-messages at once instead of silently lowering the rate; `max_burst` bounds that catch-up so a long stall
-(GC, a noisy neighbour) does not turn into a burst that distorts the latencies after it.
+"""Pacing for fixed-rate workloads (W4): when the next message is due (sans-IO: the caller passes the
+time and sleeps for what `delay` returns).
 """
 
 from __future__ import annotations
 
 
 class RateLimiter:
+    """The schedule is absolute (message k is due at start + k / rate), so a late wake-up is caught up by
+    sending the overdue messages at once instead of silently lowering the rate; `max_burst` bounds that
+    catch-up so a long stall does not turn into a burst that distorts the latencies after it.
+    """
+
     def __init__(self, rate_per_second: float, start: float, *, max_burst: int = 64) -> None:
         if rate_per_second <= 0:
             raise ValueError("rate must be positive")

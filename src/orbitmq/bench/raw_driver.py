@@ -1,12 +1,7 @@
 """The "orbitmq-raw" driver: raw remoting requests, no client library, to measure a broker alone.
 
-Speaks RocketMQ 4.x requests directly through transport.RemotingClient: GET_BROKER_CLUSTER_INFO and
-UPDATE_AND_CREATE_TOPIC to make the topic, GET_ROUTEINFO_BY_TOPIC for the queues, SEND_MESSAGE_V2 /
-SEND_BATCH_MESSAGE to send (queues round-robin, a UNIQ_KEY per message as real producers set), and
-PULL_MESSAGE per queue with long polling and FLAG_COMMIT_OFFSET to consume (bodies are sliced out of the
-pulled records without decoding the rest). It works against any RocketMQ 4.x nameserver, orbitmq or not.
-It deliberately does none of a real client's work (heartbeats, rebalance, retries), so the difference
-between "orbitmq-raw" and "orbitmq" is what the client library costs.
+It does none of a real client's work (heartbeats, rebalance, retries), so the difference between
+"orbitmq-raw" and "orbitmq" is what the client library costs; it works against any RocketMQ 4.x.
 """
 
 from __future__ import annotations
@@ -88,6 +83,13 @@ def encode_batch_body(bodies: Sequence[bytes], properties: Sequence[str]) -> byt
 
 
 class RawDriver(Driver):
+    """RocketMQ 4.x requests through transport.RemotingClient: GET_BROKER_CLUSTER_INFO and
+    UPDATE_AND_CREATE_TOPIC to make the topic, GET_ROUTEINFO_BY_TOPIC for the queues, SEND_MESSAGE_V2 /
+    SEND_BATCH_MESSAGE to send (queues round-robin, a UNIQ_KEY per message as real producers set), and
+    PULL_MESSAGE per queue with long polling and FLAG_COMMIT_OFFSET to consume (bodies are sliced out of
+    the pulled records without decoding the rest).
+    """
+
     system = "orbitmq-raw"
 
     def __init__(self, namesrv: str, server: ServerHandle | None = None) -> None:

@@ -1,16 +1,5 @@
-"""W6: replication. A master with one slave, SYNC_MASTER and then ASYNC_MASTER in the same run: sync send
-with `--replication-senders` senders (msgs/s, round trip p50/p99, as W1) and pipelined send (as W2),
-while the master's and the slave's commit-log max offsets are sampled every ~100 ms through
-GET_BROKER_RUNTIME_INFO ("commitLogMaxOffset") to give the replication lag.
-
-With `--serve` each role gets its own `orbitmq.testing.cluster.Cluster` (1 nameserver, 1 broker group,
-1 slave; real processes) in the run's work dir, and the server CPU columns cover the nameserver, the
-master and the slave. With `-n` the bench measures the cluster it is given, in whatever role its master
-has, without server CPU.
-
-The brokers are driven with the raw-protocol driver (the broker's figure, no client library), which
-also counts the sends a master answered FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE: stored, but not
-confirmed by the slave.
+"""W6: replication. A master with one slave, SYNC_MASTER and then ASYNC_MASTER in the same run: sync and
+pipelined sends, with the replication lag sampled from both commit-log max offsets meanwhile.
 """
 
 from __future__ import annotations
@@ -94,13 +83,17 @@ class CountingRawDriver(RawDriver):
         return ", ".join(parts)
 
 
-async def runtime_info(client: RemotingClient, addr: str) -> dict[str, Any]:
-    request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
-    response = await client.invoke(addr, request, 3.0)
+async def _ask(client: RemotingClient, addr: str, code: int) -> dict[str, Any]:
+    """The JSON body of a successful answer to a request without a header; BrokerError otherwise."""
+    response = await client.invoke(addr, RemotingCommand.request(code), 3.0)
     if response.code != ResponseCode.SUCCESS:
         raise BrokerError(response.code, response.remark, address=addr)
     info: dict[str, Any] = java_json.loads(response.body_bytes())
-    table = info.get("table")
+    return info
+
+
+async def runtime_info(client: RemotingClient, addr: str) -> dict[str, Any]:
+    table = (await _ask(client, addr, RequestCode.GET_BROKER_RUNTIME_INFO)).get("table")
     return dict(table) if isinstance(table, dict) else {}
 
 
@@ -238,12 +231,7 @@ async def measure_role(
 
 
 async def _cluster_info(client: RemotingClient, namesrv: str) -> dict[str, Any]:
-    request = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
-    response = await client.invoke(namesrv, request, 3.0)
-    if response.code != ResponseCode.SUCCESS:
-        raise BrokerError(response.code, response.remark, address=namesrv)
-    info: dict[str, Any] = java_json.loads(response.body_bytes())
-    return info
+    return await _ask(client, namesrv, RequestCode.GET_BROKER_CLUSTER_INFO)
 
 
 async def measure_cluster(
@@ -291,7 +279,15 @@ def start_cluster(workdir: Path, role: str) -> tuple[Any, ServerHandle]:
 async def run(
     args: argparse.Namespace, cfg: wl.WorkloadConfig, workdir: Path, progress: Progress
 ) -> list[Measurement]:
-    """W6: with `--serve` both roles on clusters of their own, else the cluster at `-n`."""
+    """W6: with `--serve` both roles on clusters of their own, else the cluster at `-n`.
+
+    Sync send with `--replication-senders` senders (msgs/s, round trip p50/p99, as W1) and pipelined send
+    (as W2), while the master's and the slave's "commitLogMaxOffset" are sampled every ~100 ms through
+    GET_BROKER_RUNTIME_INFO. With `--serve` each role gets its own `orbitmq.testing.cluster.Cluster`
+    (1 nameserver, 1 broker group, 1 slave) and the server CPU covers all three; with `-n` the cluster is
+    measured in its master's own role, without server CPU. The raw-protocol driver also counts the sends
+    a master answered FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE: stored, not confirmed by the slave.
+    """
     senders = int(args.replication_senders)
     if not args.serve:
         namesrv = args.namesrv or "127.0.0.1:9876"

@@ -1,17 +1,7 @@
 """orbitmq's broker against an installed Apache RocketMQ 4.9.x, with the same clients, in one run.
 
-Both brokers run side by side (one orbitmq `serve`, one Apache namesrv + broker, same flush mode) and
-the cases interleave, so the rest of a shared box weighs on both alike. Systems are named broker+client:
-
-  orbitmq          orbitmq's client on orbitmq's broker (the table's reference row)
-  orbitmq+java     Apache's benchmark Producer on orbitmq's broker
-  apache+java      Apache's benchmark Producer on Apache's broker
-  apache+orbitmq   orbitmq's client on Apache's broker
-
-W5 (SYNC_FLUSH, --senders, default 4 and 32) runs all four; the table's "orbitmq ×" column then reads
-orbitmq-client-on-orbitmq / each row, and the broker ratio with the same Java client
-(orbitmq+java / apache+java) is in the orbitmq+java row's note and extra. W1 adds an ASYNC_FLUSH case
-"4 senders java" with the two Java rows only, whose ratio is that broker ratio.
+Both brokers run side by side (same flush mode) and the cases interleave, so the rest of a shared box
+weighs on both alike.
 """
 
 from __future__ import annotations
@@ -211,7 +201,18 @@ async def run(
     say: Callable[[str], None],
     median: Callable[[Sequence[Measurement]], Measurement],
 ) -> list[Measurement]:
-    """The comparison rows of `workload` (W1 or W5); a broker that does not start becomes failed rows."""
+    """The rows of `workload` on both brokers. Systems are named broker+client:
+
+      orbitmq          orbitmq's client on orbitmq's broker (the table's reference row)
+      orbitmq+java     Apache's benchmark Producer on orbitmq's broker
+      apache+java      Apache's benchmark Producer on Apache's broker
+      apache+orbitmq   orbitmq's client on Apache's broker
+
+    W5 (SYNC_FLUSH, --senders, default 4 and 32) runs all four; the table's "orbitmq ×" column then reads
+    orbitmq-client-on-orbitmq / each row, and the broker ratio with the same Java client
+    (orbitmq+java / apache+java) is in the orbitmq+java row's note and extra. W1 adds an ASYNC_FLUSH case
+    "4 senders java" with the two Java rows only, whose ratio is that broker ratio.
+    """
     flush, cases = plan(workload, settings.senders)
     comparison = Comparison(install, cfg, workdir, progress, say)
     results: list[Measurement] = []

@@ -1,11 +1,7 @@
 """Route-query latency while a workload runs: does the nameserver keep answering when brokers saturate?
 
-A separate process (`python -m orbitmq.bench.route_probe NAMESRV`) asks GET_ROUTEINFO_BY_TOPIC for TBW102
-every `INTERVAL` seconds on its own connection, so the figure is the nameserver's answer time and not the
-bench's busy event loop. Protocol over stdin/stdout, one line each: it prints "ready" once connected,
-starts on "go", stops on "stop" (or end of input) and prints one JSON line of latencies (µs).
-
-`RouteProbe` is the bench side: start() before the measured window, finish() after it.
+A separate process asks for a route on its own connection, so the figure is the nameserver's answer
+time and not the bench's busy event loop; `RouteProbe` is the bench side.
 """
 
 from __future__ import annotations
@@ -76,7 +72,12 @@ def main(argv: list[str]) -> int:
 
 
 class RouteProbe:
-    """The probe process, for one measured window."""
+    """The probe process, for one measured window: start() before it, finish() after.
+
+    `python -m orbitmq.bench.route_probe NAMESRV` asks GET_ROUTEINFO_BY_TOPIC for TBW102 every `INTERVAL`
+    seconds. Over stdin/stdout, one line each: it prints "ready" once connected, starts on "go", stops on
+    "stop" (or end of input) and prints one JSON line of latencies (µs).
+    """
 
     def __init__(self, namesrv: str) -> None:
         self.namesrv = namesrv

@@ -1,12 +1,7 @@
 """W7's reference broker: the Spark connector's paths against Apache RocketMQ 4.9.x, in the same run.
 
-W7 compares every read and write with an Arrow ceiling that has no broker at all; on a box whose cores
-Spark and the broker share, what the broker spends per row decides how near a ratio can come. These rows
-run the same paths against Apache RocketMQ (started here, ASYNC_FLUSH, beside the idle `orbitmq serve`),
-so each orbitmq row has a reference broker measured minutes apart on the same box: the producer's raw
-batch sends, the connector's pull + Arrow decode without Spark, a batch read and both batch writes
-through Spark. Each row is named like its orbitmq row plus SUFFIX (so it is compared with the same
-ceiling) and its note has the broker's CPU per row (all of the broker JVM's threads).
+What the broker spends per row decides how near a ratio to the Arrow ceiling can come when Spark and
+the broker share cores, so each orbitmq row gets an Apache row measured minutes apart on the same box.
 """
 
 from __future__ import annotations
@@ -50,9 +45,11 @@ def apache_rows(
     queues: int,
     writes: dict[str, Any] | None,
 ) -> list[Row]:
-    """The rows against Apache RocketMQ. `writes` maps a write row's name ("batch write (Arrow writer,
-    acked)", ...) to its DataFrame (None: no write rows); reads need the topic filled, so they always
-    run after the raw produce."""
+    """Apache RocketMQ (started here, ASYNC_FLUSH, beside the idle `orbitmq serve`) through the same paths:
+    the producer's raw batch sends, the connector's pull + Arrow decode without Spark, a batch read and
+    both batch writes through Spark. Each row is named like its orbitmq row plus SUFFIX (so it is compared
+    with the same ceiling) and its note has the broker's CPU per row (all of the broker JVM's threads).
+    """
     results: list[Row] = []
     handle = start_apache(install, workdir / "apache-rmq", "ASYNC_FLUSH")
     try:

@@ -1,4 +1,39 @@
-"""Throughput of the orbitmq Spark connector, with its references measured in the same run.
+"""`orbitmq bench spark`: throughput of the orbitmq Spark connector, with its references (Arrow
+ceilings, raw pulls and sends) measured in the same run.
+
+Each row's note has the run-queue wait and CPU per row of the Spark side and of the broker, so a low
+ratio can be told "starved" from "slow". The rows: DESCRIPTION (the verb's --help).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orbitmq.bench.apache_rmq import ENV_HOME, RocketMQInstall, configured_home, find_install
+from orbitmq.bench.driver import DriverUnavailable
+from orbitmq.bench.spark_latency import ROWS_MEASURED, stream_latency
+from orbitmq.bench.spark_refs import (
+    CeilingSource,
+    SinkCeiling,
+    StreamCeilingSource,
+    produce,
+    raw_consume,
+)
+from orbitmq.bench.spark_tree_wait import TreeWait
+from orbitmq.message.model import MessageQueue
+from orbitmq.spark.broker_access import BrokerAccess
+from orbitmq.testing import start_serve
+
+DESCRIPTION = """\
+Throughput of the orbitmq Spark connector, with its references measured in the same run.
 
     orbitmq bench spark [--messages 1000000] [--size 1024] [--queues 4] [--brokers 1]
 
@@ -37,33 +72,6 @@ summed over its processes; near 1 per broker process: it never idled waiting for
 write is broker-bound).
 """
 
-from __future__ import annotations
-
-import argparse
-import os
-import shutil
-import sys
-import tempfile
-import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
-
-from orbitmq.bench.apache_rmq import ENV_HOME, RocketMQInstall, configured_home, find_install
-from orbitmq.bench.driver import DriverUnavailable
-from orbitmq.bench.spark_latency import ROWS_MEASURED, stream_latency
-from orbitmq.bench.spark_refs import (
-    CeilingSource,
-    SinkCeiling,
-    StreamCeilingSource,
-    produce,
-    raw_consume,
-)
-from orbitmq.bench.spark_tree_wait import TreeWait
-from orbitmq.message.model import MessageQueue
-from orbitmq.spark.broker_access import BrokerAccess
-from orbitmq.testing import start_serve
-
 
 def timed(action: Any) -> float:
     started = time.perf_counter()
@@ -73,7 +81,9 @@ def timed(action: Any) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="orbitmq bench spark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="orbitmq bench spark",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=1024)

@@ -1,11 +1,7 @@
-"""The references `orbitmq bench spark` measures the connector against, in the same run: the broker's
-raw batch-send rate (`produce`), the connector's pull + decode without Spark (`raw_consume`), and the
-Arrow ceilings: a Python source yielding ready batches of the source's schema (`CeilingSource`), the
-same as a streaming source for availableNow queries (`StreamCeilingSource`), and a Python sink that only
-drains what Spark hands it (`SinkCeiling`).
-
-A module of its own (not the script's `__main__`), so Spark's Python workers import these classes by
-name.
+"""The references `orbitmq bench spark` measures the connector against: raw batch sends (`produce`),
+pull + decode without Spark (`raw_consume`), and the Arrow ceilings (`CeilingSource`,
+`StreamCeilingSource`, `SinkCeiling`). A module of its own, so Spark's Python workers import these
+classes by name.
 """
 
 from __future__ import annotations

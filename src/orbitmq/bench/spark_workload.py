@@ -1,12 +1,8 @@
 """W7: the Spark connector's throughput, measured by `orbitmq bench spark` (spark_bench.py) run as a
 subprocess, its rows turned into `Measurement`s for the harness table.
 
-spark_bench.py has no machine-readable output, so its printed table is parsed defensively: only lines
-after the header that holds "rows/s", shaped `<path> <rows/s> <x ceiling|-> [note]`, are rows; anything
-else (Spark's own chatter) is ignored, and no row at all is an error that carries the output's tail.
-The ratio to the Arrow ceiling is recomputed from the parsed rates (the script's own column is the
-fallback). The script starts its own `orbitmq serve`; it needs pyspark and a Java runtime, and the
-workload is skipped with a clear message when either is missing.
+The script starts its own `orbitmq serve`; it needs pyspark and a Java runtime, and W7 is skipped with
+a clear message when either is missing.
 """
 
 from __future__ import annotations
@@ -73,8 +69,11 @@ def unavailable_reason(script: Path) -> str | None:
 
 
 def parse_spark_table(text: str) -> list[SparkRow]:
-    """The rows of spark_bench.py's printed table; lines before its header and lines of another shape
-    are skipped. Without a header line, every line of the row shape counts (a changed header)."""
+    """The rows of spark_bench.py's printed table (it has no machine-readable output): only lines after
+    the header that holds "rows/s", shaped `<path> <rows/s> <x ceiling|-> [note]`, are rows; anything else
+    (Spark's own chatter) is ignored. The ratio to the Arrow ceiling is recomputed from the parsed rates
+    (the script's own column is the fallback).
+    """
     lines = text.splitlines()
     header = next((i for i, line in enumerate(lines) if "rows/s" in line and "path" in line), None)
     body = lines[header + 1 :] if header is not None else lines

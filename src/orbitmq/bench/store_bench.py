@@ -1,16 +1,7 @@
-"""Store engine benchmark (a script, not a test): append, read and recovery throughput of MessageStore.
+"""`orbitmq bench store`: append, read and recovery throughput of MessageStore (a script, not a test).
 
-    orbitmq bench store [--messages 200000] [--body 1024] [--dir /tmp/orbitmq-store-bench]
-
-Measures, with 1 KiB bodies by default:
-- append, single puts, ASYNC_FLUSH (msgs/s, MB/s of records);
-- append, batches of 32 (put_messages), ASYNC_FLUSH;
-- append, SYNC_FLUSH with N concurrent writer threads each waiting for its own flush (group commit:
-  reports messages per fdatasync);
-- read: get_messages over every queue, 32 per pull (zero-copy views);
-- recovery: load() after a clean shutdown, after a crash (abort file left), and after a crash that
-  also lost every consume queue, index file and the checkpoint (full rebuild), per GiB of commit log.
 Index and consume queues use RocketMQ's default sizes; the commit-log segment size is configurable.
+What is measured: DESCRIPTION (the verb's --help).
 """
 
 from __future__ import annotations
@@ -26,6 +17,23 @@ from orbitmq.message.batch import BatchEntry
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.property_string import encode_properties
 from orbitmq.store import MessageStore, StoreBatch, StoreConfig, StoreMessage
+
+DESCRIPTION = """\
+Store engine benchmark (a script, not a test): append, read and recovery throughput of MessageStore.
+
+    orbitmq bench store [--messages 200000] [--body 1024] [--dir /tmp/orbitmq-store-bench]
+
+Measures, with 1 KiB bodies by default:
+- append, single puts, ASYNC_FLUSH (msgs/s, MB/s of records);
+- append, batches of 32 (put_messages), ASYNC_FLUSH;
+- append, SYNC_FLUSH with N concurrent writer threads each waiting for its own flush (group commit:
+  reports messages per fdatasync);
+- read: get_messages over every queue, 32 per pull (zero-copy views);
+- recovery: load() after a clean shutdown, after a crash (abort file left), and after a crash that
+  also lost every consume queue, index file and the checkpoint (full rebuild), per GiB of commit log.
+Index and consume queues use RocketMQ's default sizes; the commit-log segment size is configurable.
+"""
+
 
 BORN = pack_host("10.0.0.1", 40000)
 QUEUES = 8
@@ -49,9 +57,11 @@ def messages(n: int, body: bytes, start: int = 0) -> list[StoreMessage]:
     return out
 
 
-def fresh(root: str, segment_mb: int, flush: str = "ASYNC_FLUSH") -> MessageStore:
+def fresh(root: str, segment_mb: int, flush: str = "ASYNC_FLUSH", *, index: bool = True) -> MessageStore:
     shutil.rmtree(root, ignore_errors=True)
-    store = MessageStore(config(root, segment_mb, flush))
+    cfg = config(root, segment_mb, flush)
+    cfg.message_index_enable = index
+    store = MessageStore(cfg)
     store.load()
     store.start()
     return store
@@ -61,30 +71,23 @@ def report(label: str, count: int, nbytes: int, seconds: float, extra: str = "")
     print(f"{label:<44} {count / seconds:>10,.0f} msgs/s {nbytes / seconds / 1e6:>8.1f} MB/s {extra}")
 
 
-def bench_single(root: str, n: int, body: bytes, segment_mb: int) -> MessageStore:
-    store = fresh(root, segment_mb)
+def _timed_puts(store: MessageStore, n: int, body: bytes, label: str) -> None:
     msgs = messages(n, body)
     t = time.perf_counter()
     for m in msgs:
         store.put_message(m)
-    dt = time.perf_counter() - t
-    report("append single, ASYNC_FLUSH", n, store.get_max_phy_offset(), dt)
+    report(label, n, store.get_max_phy_offset(), time.perf_counter() - t)
+
+
+def bench_single(root: str, n: int, body: bytes, segment_mb: int) -> MessageStore:
+    store = fresh(root, segment_mb)
+    _timed_puts(store, n, body, "append single, ASYNC_FLUSH")
     return store
 
 
 def bench_single_no_index(root: str, n: int, body: bytes, segment_mb: int) -> None:
-    shutil.rmtree(root, ignore_errors=True)
-    cfg = config(root, segment_mb)
-    cfg.message_index_enable = False
-    store = MessageStore(cfg)
-    store.load()
-    store.start()
-    msgs = messages(n, body)
-    t = time.perf_counter()
-    for m in msgs:
-        store.put_message(m)
-    dt = time.perf_counter() - t
-    report("append single, ASYNC_FLUSH, index off", n, store.get_max_phy_offset(), dt)
+    store = fresh(root, segment_mb, index=False)
+    _timed_puts(store, n, body, "append single, ASYNC_FLUSH, index off")
     store.shutdown()
 
 
@@ -194,7 +197,9 @@ def bench_recovery(root: str, segment_mb: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="orbitmq bench store", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="orbitmq bench store",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--body", type=int, default=1024)

@@ -1,9 +1,7 @@
-"""Rendering measurements as a fixed-width text table (and the `--json` document).
+"""Rendering measurements as a fixed-width text table (and the `--json` document). Pure.
 
-Rows are grouped by (workload, case); within a group the first orbitmq row (the client library when it
-ran, else the raw driver) is the reference and each peer row shows the ratio "orbitmq ×" (> 1 = orbitmq
-better). Pure: strings in, strings out. `render` picks a rich table when stdout is a terminal and the
-plain layout (what scripts and bench/README.md quote) otherwise.
+Rows are grouped by (workload, case); the first orbitmq row of a group is the reference and each peer
+row shows the ratio "orbitmq ×" (> 1 = orbitmq better).
 """
 
 from __future__ import annotations
@@ -147,6 +145,7 @@ def render_table(measurements: Sequence[Measurement]) -> str:
 
 
 def render(measurements: Sequence[Measurement]) -> str:
+    """A rich table on a terminal, else the plain layout (what scripts and bench/README.md quote)."""
     if sys.stdout.isatty() and "NO_COLOR" not in os.environ:
         return render_rich_table(measurements)
     return render_table(measurements)

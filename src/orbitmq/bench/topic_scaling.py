@@ -1,24 +1,5 @@
 """W9, topic scaling: send rate, pull latency and broker RSS with 1..N topics of `--queues` queues, on an
-empty store and on one holding a backlog of `--backlog` messages.
-
-Each backlog level gets a fresh `orbitmq serve` (its own store, removed afterwards unless --keep): the
-backlog is written first, with batch sends into one topic of its own, then the topic counts run in
-ascending order on that server (the topics of the smaller counts stay: 1,000 topics means 1,000 live
-topics). Per topic count:
-- first touch: one message into every new queue, which creates its consume-queue file (msgs/s in the
-  note, outside the measured window: the rows compare steady states);
-- send: 4 sync senders, round robin over the count's topics, for --duration seconds (msgs/s, RT
-  p50/p99). The sends are measured once every count is set up, the counts taking turns, --repeat times
-  (the median run is reported): every count then sees the same server state (all the topics exist; a
-  1-topic row walks one of them), and a busy moment of the shared box hits each count alike instead of
-  deciding their ratio;
-- pull latency (single PULL_MESSAGE requests of 32 messages, no long polling), p50/p99 of
-  `PULL_SAMPLES` pulls each: "new" = the newest 32 messages of random queues of the measured topics,
-  "old" = random offsets of the backlog topic (the first messages of the measured topics on an empty
-  store). On this box the page cache holds even a 10 GiB log, so "old" measures the broker's read path,
-  not a disk seek;
-- the server's RSS, and its split into anonymous memory and mapped store-file pages (RssFile: pages of
-  the commit log and consume queues the kernel keeps cached and may drop).
+empty store and on one holding a backlog of `--backlog` messages (each level a fresh `orbitmq serve`).
 """
 
 from __future__ import annotations
@@ -297,6 +278,20 @@ async def run_level(
 
 
 async def topic_scaling(workdir: Path, args: argparse.Namespace, progress: Progress) -> list[Measurement]:
+    """Every backlog level of `args.backlog`, each on a fresh server (its own store, removed afterwards
+    unless --keep): the backlog is written first (batch sends into a topic of its own), then the topic
+    counts run in ascending order on that server (the topics of the smaller counts stay). Per count:
+    - first touch: one message into every new queue, which creates its consume-queue file (msgs/s in the
+      note, outside the measured window: the rows compare steady states);
+    - send: 4 sync senders, round robin over the count's topics, for --duration seconds (msgs/s, RT
+      p50/p99), measured once every count is set up, the counts taking turns, --repeat times (the median
+      run is reported): every count sees the same server state, and a busy moment hits each count alike;
+    - pull latency (single PULL_MESSAGE requests of 32 messages, no long polling), p50/p99 of
+      `PULL_SAMPLES` pulls each: "new" = the newest 32 messages of random queues of the measured topics,
+      "old" = random offsets of the backlog topic (the first messages of the measured topics on an empty
+      store). The page cache usually holds the whole log, so "old" measures the read path, not a seek;
+    - the server's RSS, split into anonymous memory and mapped store-file pages (RssFile).
+    """
     results: list[Measurement] = []
     for backlog in sorted(set(args.backlog)):
         results += await run_level(workdir / f"backlog-{backlog}", args, backlog, progress)

@@ -1,9 +1,5 @@
-"""The client-side workloads W1-W4 (and W5's sends), written once against `Driver`.
-
-Each function runs one case against one driver, bounded by a deadline and a message count, and returns a
-`Measurement` with throughput, latency and the CPU used by the server processes and by this process
-over the measured window only (preloading and warm-up are outside the window). Workloads know nothing
-about any particular system.
+"""The client-side workloads W1-W4 (and W5's sends), written once against `Driver`; each runs one case
+against one driver, bounded by a deadline and a message count, and knows no particular system.
 """
 
 from __future__ import annotations
@@ -84,7 +80,11 @@ async def measure(
     measurement: Measurement,
     work: Callable[[], Awaitable[int]],
 ) -> Measurement:
-    """Run `work` (returns the message count) inside the CPU/wall-clock window; fill `measurement`."""
+    """Run `work` (returns the message count) inside the CPU/wall-clock window; fill `measurement`.
+
+    Throughput, latency and the CPU of the server processes and of this process cover the measured window
+    only (preloading and warm-up are outside it).
+    """
     server_cpu = ProcessCpu(driver.server_pids, all_threads=driver.server_all_threads)
     client_cpu = ProcessCpu([os.getpid()], include_descendants=False)
     s0, c0, t0 = server_cpu.snapshot(), client_cpu.snapshot(), time.perf_counter()

@@ -1,13 +1,8 @@
 """`orbitmq console -n NAMESRV [--host 127.0.0.1] [--port 8080]`: the web console.
 
-An aiohttp application: the JSON API of console/api.py under /api, and one static page (index.html,
-app.js, style.css) served from the package, with its chart drawn as SVG by app.js itself -- no CDN,
-no third-party script, so it works offline. The first stdout line is
-`console listening on http://HOST:PORT/` (port 0 picks a free one; tests read it back).
-`orbitmq serve --console-port PORT` runs the same app inside the serve process. Against a cluster with
-ACL on, `--access-key`/`--secret-key` (or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY) sign its requests, so
-what the page may do is what that account may do; the console has no login of its own and listens on
-127.0.0.1 unless told otherwise.
+An aiohttp app: the JSON API of console/api.py under /api and one static page whose chart app.js draws
+as SVG (no CDN, works offline). It has no login of its own: it listens on 127.0.0.1 unless told
+otherwise, and with ACL on it signs as the account given (`build_app`).
 """
 
 from __future__ import annotations
@@ -91,6 +86,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    """Serve the console until stopped. The first stdout line is `console listening on http://HOST:PORT/`
+    (port 0 picks a free one; tests read it back). `orbitmq serve --console-port PORT` runs the same app
+    inside the serve process.
+    """
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     from orbitmq.transport import loop

@@ -1,17 +1,7 @@
 """Message records (fact sheet 5.1) decoded straight into Arrow record batches, a column at a time.
 
-The source's rows are built here, never as Python tuples: Spark's tuple path converts every value in
-Python and is several times slower than handing it ready Arrow batches. The work per record in Python
-is one `unpack_from` of TOTALSIZE (records are variable-length, so finding the next one is sequential);
-every fixed field is gathered for all records at once with numpy, the variable-length fields (body,
-topic, properties) become Arrow binary views into the pulled bytes that one Arrow cast copies into
-contiguous columns, and the properties string becomes a `map<string,string>` (and tags, keys, UNIQ_KEY)
-through Arrow compute.
-
-`ROW_DDL` / `ARROW_SCHEMA` are the source's row schema; the Arrow schema must equal what Spark derives
-from the DDL (`to_arrow_schema(..., timezone="UTC")`), or Spark rejects the batches.
-
-Knows the record layout only: no pyspark, no network, no files.
+Spark's tuple path converts every value in Python, so the source's rows are built here as Arrow
+batches: numpy gathers the fixed fields of all records at once. Knows the record layout only.
 """
 
 from __future__ import annotations
@@ -35,6 +25,8 @@ from orbitmq.message.record_layout import (
 )
 from orbitmq.message.sysflag import BORNHOST_V6_FLAG, COMPRESSED_FLAG, STOREHOSTADDRESS_V6_FLAG
 
+# The source's row schema. ARROW_SCHEMA must equal what Spark derives from the DDL
+# (`to_arrow_schema(..., timezone="UTC")`), or Spark rejects the batches.
 ROW_DDL: Final = (
     "topic string, broker string, queue_id int, queue_offset bigint, body binary, tags string, "
     "keys string, properties map<string,string>, msg_id string, born_timestamp timestamp, "

@@ -1,17 +1,8 @@
 """What the Spark source and sink ask of the cluster, as blocking calls on a private event loop.
 
-Spark calls a data source from plain threads (planner workers, the streaming driver runner, executor
-tasks), so this module owns one asyncio loop per process and runs `MQClientAPI` coroutines on it.
-`BrokerAccess` is created lazily where it is used and never pickled; module-level instances are cached
-per process (Spark reuses Python workers, so executors keep their broker connections between tasks,
-like Kafka's consumer cache). The cache is keyed by the process id: a forked child builds its own.
-
-- metadata: queues of topics (route from the name server), topic list for patterns, min/max offsets and
-  timestamp lookups, all queues of a call issued concurrently.
-- `pull_raw`: PULL_MESSAGE returning the broker's raw record bytes (decoded later into Arrow, never into
-  message objects).
-- `send_batch_raw`: SEND_BATCH_MESSAGE of a ready batch body, waiting for the broker's answer.
-- `update_consumer_offset`: progress reporting for monitoring (oneway).
+Spark calls a data source from plain threads (planners, the streaming runner, executor tasks), so each
+process owns one asyncio loop running `MQClientAPI` coroutines, and one cached `BrokerAccess` per
+process id: executors keep their broker connections between tasks, a forked child builds its own.
 """
 
 from __future__ import annotations
@@ -136,7 +127,13 @@ def _route_queues(topic: str, route: Any) -> TopicQueues:
 
 
 class BrokerAccess:
-    """Blocking access to a cluster through one name-server list; use from one thread at a time."""
+    """Blocking access to a cluster through one name-server list; use from one thread at a time.
+
+    Created lazily where it is used, never pickled. Metadata calls (topic queues, topic list for
+    patterns, min/max offsets, timestamp lookups) issue all queues of a call concurrently; `pull_raw`
+    returns the broker's raw record bytes (decoded later into Arrow), `send_batch_raw` sends a ready
+    SEND_BATCH_MESSAGE body, `update_consumer_offset` reports progress for monitoring (oneway).
+    """
 
     def __init__(
         self,

@@ -1,12 +1,7 @@
 """The driver's view of the cluster for planning: which queues the query reads and their offsets.
 
-One `ClusterView` answers, for the source options: the topics (explicit, or matching `topicPattern`),
-their readable queues and each broker's address, min/max offsets, and a start or end position resolved
-from an option (earliest / latest / timestamp / JSON). Everything is asked fresh on each call, so new
-topics, queues and brokers are picked up at the next micro-batch.
-
-Used on the driver only (Spark's planner worker and the streaming runner process); executors get the
-results through the partitions.
+Everything is asked fresh on each call, so new topics, queues and brokers are picked up at the next
+micro-batch; executors get the results through the partitions.
 """
 
 from __future__ import annotations
@@ -23,6 +18,11 @@ log = logging.getLogger("orbitmq.spark")
 
 
 class ClusterView:
+    """For the source options: the topics (explicit, or matching `topicPattern`), their readable queues
+    and each broker's address, min/max offsets, and a start or end position resolved from an option
+    (earliest / latest / timestamp / JSON).
+    """
+
     def __init__(self, options: SourceOptions, access: BrokerAccess) -> None:
         self.options = options
         self.access = access

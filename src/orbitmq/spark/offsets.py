@@ -1,15 +1,8 @@
 """The offset model of the Spark source: which queue, which logical offset, and its JSON form.
 
-A queue is identified by (topic, broker name, queue id); an offset is the queue's own logical offset
-(the consume-queue index), so reading `[start, end)` of a queue always yields the same records. The
-JSON form is the one RocketMQ's old Spark connector used, `{"topic": {"broker": {"queueId": offset}}}`,
-with every level's keys in sorted order: Spark compares checkpointed offsets as exact JSON strings, so
-the same content must always serialize the same way. Queue ids are string keys because JSON object
-keys are strings (an int key would not survive a checkpoint round trip).
-
-Sentinels in user-given JSON (as Kafka and rocketmq-spark spell them): -2 = earliest, -1 = latest.
-
-Pure Python: no pyspark, no pyarrow, no I/O.
+A queue is (topic, broker name, queue id) and an offset its consume-queue index, so `[start, end)`
+always reads the same records. The JSON form is `{"topic": {"broker": {"queueId": offset}}}` with
+sorted keys: Spark compares checkpointed offsets as exact strings. Pure Python, no I/O.
 """
 
 from __future__ import annotations
@@ -40,7 +33,9 @@ OffsetMap = dict[QueueRef, int]
 
 
 def to_offset_json(offsets: Mapping[QueueRef, int]) -> OffsetJson:
-    """The checkpoint form: nested dicts built in sorted order (topics, brokers, numeric queue ids)."""
+    """The checkpoint JSON of `offsets` (RocketMQ's old Spark connector's form), every level's keys
+    sorted. Queue ids are string keys: an int key would not survive a checkpoint round trip.
+    """
     nested: OffsetJson = {}
     for queue in sorted(offsets):
         nested.setdefault(queue.topic, {}).setdefault(queue.broker, {})[str(queue.queue_id)] = int(

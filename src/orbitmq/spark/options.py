@@ -1,12 +1,8 @@
 """Options of the `orbitmq` Spark source and sink: parsed once, validated with clear ValueErrors.
 
-Spark hands a data source its options as a case-insensitive dict of strings; these parsers accept any
-mapping and compare names case-insensitively, so `nameSrvAddr`, `NAMESRVADDR` and `namesrv` are one
-option. Unknown names are rejected with the list of valid ones: a typo ("startingOffset") must fail at
-`.load()`, not silently read from the default position.
-
-The parsed values are frozen dataclasses of plain values: they are pickled to Spark's executors.
-Pure Python: no pyspark, no pyarrow, no I/O.
+Names compare case-insensitively (`nameSrvAddr`, `namesrv` are one option) and unknown ones are
+refused with the valid list, so a typo fails at `.load()`. The results are frozen dataclasses of plain
+values, pickled to the executors. Pure Python, no I/O.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Offset planning for the Spark source: the arithmetic between "where we are" and "what to read next".
 
-- `resolve_position`: a start/end option (earliest, latest, timestamp, JSON) to one queue's offset.
-- `check_data_loss`: offsets the broker no longer has (retention removed them, or the queue was
-  recreated) either fail the query (`failOnDataLoss=true`) or move to the earliest available offset.
-- `rate_limit`: `maxOffsetsPerTrigger` split across queues in proportion to their backlog. Every queue
-  with a backlog gets at least one message per trigger, so a small queue is never starved by big ones;
-  the total is exactly the limit whenever the limit is at least the number of queues with a backlog.
-- `cap_to_target`: the availableNow ceiling, the latest offsets seen when the trigger started.
-- `plan_ranges` / `split_ranges`: one Spark partition per queue range, large ranges cut into several
-  tasks when `minPartitions` asks for more parallelism than there are queues.
-
-Every function is deterministic in its inputs (a replayed batch must plan the same ranges).
-Pure Python: no pyspark, no pyarrow, no I/O.
+Positions from options, data-loss checks, `maxOffsetsPerTrigger`, the availableNow ceiling and the
+ranges of the partitions. Every function is deterministic in its inputs (a replayed batch must plan
+the same ranges). Pure Python, no I/O.
 """
 
 from __future__ import annotations

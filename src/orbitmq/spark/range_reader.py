@@ -1,18 +1,8 @@
 """Reading one queue range `[start, end)` into Arrow batches: what a Spark task does on an executor.
 
-The partition carries everything the task needs (queue, range, broker address, name servers, pull
-settings): the executor's copy of the reader knows nothing learned on the driver after planning.
-
-Pulls are pipelined: the range is cut into windows of a few pull batches and `pullConcurrency` windows
-are in flight at once, on a background thread that runs the reader's event loop (`_Prefetcher`), so
-pulling continues while the task decodes and while Spark takes the batches already yielded. Results
-are handed over in offset order, so a task always yields the same rows in the same order. Pull bodies
-are joined and decoded straight into Arrow (`arrow_records.decode_batch`) in batches of up to
-`TARGET_BATCH_BYTES` / `TARGET_BATCH_ROWS`; at most about `PREFETCH_BYTES` wait undecoded.
-
-Data loss (the broker no longer has part of the range) fails the task with `DataLossError`, or, with
-`failOnDataLoss=false`, is logged and skipped. A replayed range reads exactly the same records unless
-retention removed some in between.
+The partition carries everything the task needs, so the executor knows nothing learned on the driver
+after planning. A replayed range reads exactly the same records unless retention removed some; data
+loss fails the task (`DataLossError`) or, with `failOnDataLoss=false`, is logged and skipped.
 """
 
 from __future__ import annotations
@@ -105,20 +95,11 @@ class _RangeFetcher:
         self.filtered = spec.expression_type != "TAG" or spec.tags.strip() not in ("", "*")
 
     async def _pull(self, offset: int, count: int) -> PullResponse:
-        spec = self.spec
         try:
-            return await self.access.pull_raw(
-                self.address,
-                spec.queue,
-                offset,
-                count,
-                group=spec.group,
-                tags=spec.tags,
-                expression_type=spec.expression_type,
-                timeout_s=spec.pull_timeout_ms / 1000,
-            )
+            return await self._pull_from(self.address, offset, count)
         except (ConnectError, RequestTimeoutError):
             # The broker may have moved (restart on a new address): ask the name server once.
+            spec = self.spec
             route = await self.access.api.get_topic_route(spec.topic)
             if route is None:
                 raise
@@ -126,16 +107,20 @@ class _RangeFetcher:
                 if broker.broker_name == spec.broker and broker.broker_addrs:
                     addrs = {int(k): v for k, v in broker.broker_addrs.items()}
                     self.address = addrs.get(0) or addrs[min(addrs)]
-            return await self.access.pull_raw(
-                self.address,
-                spec.queue,
-                offset,
-                count,
-                group=spec.group,
-                tags=spec.tags,
-                expression_type=spec.expression_type,
-                timeout_s=spec.pull_timeout_ms / 1000,
-            )
+            return await self._pull_from(self.address, offset, count)
+
+    async def _pull_from(self, address: str, offset: int, count: int) -> PullResponse:
+        spec = self.spec
+        return await self.access.pull_raw(
+            address,
+            spec.queue,
+            offset,
+            count,
+            group=spec.group,
+            tags=spec.tags,
+            expression_type=spec.expression_type,
+            timeout_s=spec.pull_timeout_ms / 1000,
+        )
 
     async def window(self, low: int, high: int) -> list[Chunk]:
         """The raw records of offsets `[low, high)`, in order."""
@@ -275,7 +260,13 @@ class _Prefetcher:
 
 
 def read_range(spec: RangeSpec) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the range's messages, in offset order (a generator, run inside a Spark task)."""
+    """Arrow batches of the range's messages, in offset order (a generator, run inside a Spark task).
+
+    Pulls are pipelined: the range is cut into windows of a few pull batches, `pullConcurrency` of them
+    in flight on the reader loop's background thread (`_Prefetcher`), so pulling continues while the task
+    decodes and while Spark takes the batches already yielded. Results come in offset order, decoded in
+    batches of up to `TARGET_BATCH_BYTES` / `TARGET_BATCH_ROWS`; at most about `PREFETCH_BYTES` wait.
+    """
     if spec.end <= spec.start:
         return
     access = shared_access(

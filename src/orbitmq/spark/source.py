@@ -1,14 +1,8 @@
 """The `orbitmq` Spark data source: batch (`spark.read`) and Structured Streaming (`spark.readStream`)
-reads of topics, and the writers (`df.write` / `df.writeStream`, in `orbitmq.spark.sink`).
+reads of topics; the writers are in `orbitmq.spark.sink`.
 
-Offsets in Spark's checkpoint are the truth: `{"topic": {"broker": {"queueId": nextOffset}}}`, keys
-sorted. No consumer group is needed; with the option `consumerGroup`, `commit()` also reports the
-committed offsets to that group on the brokers so `consumerProgress` shows the query's lag (a
-monitoring hint only: Spark commits lazily, one trigger late, and never reads it back).
-
-Object placement follows Spark's rules: the DataSource, readers and partitions are pickled, so none
-of them holds a connection; the driver-side stream reader (Spark's long-lived runner process) opens
-its `BrokerAccess` on first use, and executors use the process's cached one (`range_reader`).
+Offsets in Spark's checkpoint are the truth. The DataSource, readers and partitions are pickled, so
+none holds a connection: the driver's stream reader opens its `BrokerAccess` on first use.
 """
 
 from __future__ import annotations
@@ -136,7 +130,12 @@ class OrbitBatchReader(DataSourceReader):
 
 
 class OrbitStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batches over queue offsets, with admission control and availableNow support."""
+    """Micro-batches over queue offsets, with admission control and availableNow support.
+
+    No consumer group is needed; with the option `consumerGroup`, `commit()` also reports the committed
+    offsets to that group on the brokers so `consumerProgress` shows the query's lag (a monitoring hint
+    only: Spark commits lazily, one trigger late, and never reads it back).
+    """
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options

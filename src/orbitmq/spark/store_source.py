@@ -1,17 +1,8 @@
 """`format("orbitmq-store")`: a broker's store directory read as a batch source, no broker running.
 
-    spark.read.format("orbitmq-store").option("path", "/data/store").load()
-
-Works on any RocketMQ 4.x store directory (the layout of fact sheet 6: `commitlog/` segments named by
-their 20-digit start offset). Each commit-log segment is one Spark partition. A task reads its segment
-in chunks, checks each record with `message.record.scan_record` (as broker recovery does), stops at
-the end-of-file blank record or at the first invalid record (the zero-filled tail of the active
-segment, or a torn write), and decodes the records straight into Arrow with the same row schema as the
-broker source. Only consumable records are returned: transaction PREPARED and ROLLBACK records are
-skipped, as they never reach a consume queue.
-
-Options: `path` (the store root, or its commitlog directory; required), `broker` (fills the broker
-column; null when not given), `topic`/`topics` (only these topics), `checkCrc` (default true).
+Works on any RocketMQ 4.x store directory (fact sheet 6); each commit-log segment is one Spark
+partition, decoded into the broker source's row schema. Options: `path` (the store root or its
+commitlog directory; required), `broker`, `topic`/`topics`, `checkCrc` (default true).
 """
 
 from __future__ import annotations
@@ -50,10 +41,10 @@ class StoreOptions:
 
 @dataclass(frozen=True, slots=True)
 class SegmentSpec:
+    """One commit-log segment of the store `options` names: a Spark partition."""
+
     path: str
-    broker: str | None
-    topics: frozenset[str] | None
-    check_crc: bool
+    options: StoreOptions
 
 
 def parse_store_options(options: Mapping[str, str]) -> StoreOptions:
@@ -88,7 +79,14 @@ def _consumable(sys_flag: int) -> bool:
 
 
 def read_segment(spec: SegmentSpec) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the valid, consumable records of one segment, in file order."""
+    """Arrow batches of the valid, consumable records of one segment, in file order.
+
+    The segment is read in chunks and each record checked with `message.record.scan_record`, as broker
+    recovery does; reading stops at the end-of-file blank record or the first invalid record (the
+    zero-filled tail of the active segment, or a torn write). Transaction PREPARED and ROLLBACK records
+    are skipped, as they never reach a consume queue.
+    """
+    opts = spec.options
     with open(spec.path, "rb") as f:
         buf = b""
         base = 0  # file position of buf[0]
@@ -115,18 +113,18 @@ def read_segment(spec: SegmentSpec) -> Iterator[pa.RecordBatch]:
                     break
                 if pos + total > end and not at_eof:
                     break  # the record continues in the next chunk
-                record = scan_record(buf, pos, check_crc=spec.check_crc)
+                record = scan_record(buf, pos, check_crc=opts.check_crc)
                 if record.kind != "message":
                     finished = True  # the unwritten tail, or the first damaged record: stop, as recovery does
                     break
-                if _consumable(record.sys_flag) and (spec.topics is None or record.topic in spec.topics):
+                if _consumable(record.sys_flag) and (opts.topics is None or record.topic in opts.topics):
                     positions.append(pos)
                 pos += record.size
                 if len(positions) >= BATCH_ROWS:
-                    yield decode_batch(buf, positions, broker=spec.broker)
+                    yield decode_batch(buf, positions, broker=opts.broker)
                     positions = []
             if positions:
-                yield decode_batch(buf, positions, broker=spec.broker)
+                yield decode_batch(buf, positions, broker=opts.broker)
             base = pos
             if at_eof:
                 finished = True
@@ -153,10 +151,7 @@ class StoreReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
-        return [
-            InputPartition(SegmentSpec(path, opts.broker, opts.topics, opts.check_crc))
-            for path in segment_files(opts.commitlog_dir)
-        ]
+        return [InputPartition(SegmentSpec(path, opts)) for path in segment_files(opts.commitlog_dir)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         spec = partition.value

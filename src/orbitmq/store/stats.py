@@ -39,7 +39,7 @@ class StoreStats:
             )
         )
 
-    def _tps(self, index: int, window: int = 10) -> float:
+    def _tps(self, index: int, window: float = 10.0) -> float:
         if not self._samples:
             return 0.0
         now = (
@@ -49,7 +49,13 @@ class StoreStats:
             self.get_message_times_total_miss,
             self.get_message_transfered_msg_count,
         )
-        first = self._samples[max(0, len(self._samples) - window)]
+        # The newest sample at least `window` seconds old (else the oldest): a window in time, not in
+        # samples, since every runtime-info request adds a sample besides the broker's once a second.
+        first = self._samples[0]
+        for sample in reversed(self._samples):
+            if now[0] - sample[0] >= window:
+                first = sample
+                break
         elapsed = now[0] - first[0]
         if elapsed <= 0:
             return 0.0

@@ -1,7 +1,5 @@
 """orbitmq.testing: real server processes on 127.0.0.1 with port 0, and a fake clock.
 
-    from orbitmq.testing import start_namesrv, start_broker, start_serve, ServerProcess, FakeClock
-
     with start_namesrv(tmp_path) as ns, start_broker(tmp_path, ns.address) as broker:
         ... ns.address, broker.broker_addr, broker.ha_addr ...
 

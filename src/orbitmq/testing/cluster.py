@@ -1,23 +1,8 @@
 """A real orbitmq cluster on 127.0.0.1: nameservers and broker groups (a master and its slaves), each
-server a separate `python -m orbitmq` process started from a RocketMQ-style .conf file.
+server a separate `python -m orbitmq` process started from an ordinary broker.conf/namesrv.conf file.
 
-    from orbitmq.testing.cluster import Cluster
-
-    with Cluster(workdir, groups=2, slaves=1, namesrvs=2, master_role="SYNC_MASTER") as cluster:
-        cluster.namesrv_addr            # "127.0.0.1:P1;127.0.0.1:P2" (a client's namesrvAddr)
-        cluster.master("broker-a").kill()    # kill -9
-        cluster.master("broker-a").start()   # same conf, same ports, same store
-
-Every server gets a fixed free port chosen at construction (a master's HA port is listenPort + 1, as
-RocketMQ's haListenPort default), so a restarted server comes back at the same address and a slave finds
-its restarted master again through the nameserver. The .conf files are ordinary broker.conf/namesrv.conf
-files: `<workdir>/namesrv-N.conf`, `<workdir>/<brokerName>-<brokerId>.conf` (broker-a-0.conf, ...).
-
-As a program (`python -m orbitmq.testing.cluster --workdir DIR`) it starts a cluster, prints the
-addresses and conf files, and runs until SIGINT/SIGTERM.
-
-This module drives processes and reads files; it speaks the remoting protocol only to ask a nameserver
-which brokers are registered (`wait_registered`).
+Run as `python -m orbitmq.testing.cluster --workdir DIR`, it starts a cluster, prints the addresses
+and conf files, and runs until SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -168,7 +153,19 @@ class BrokerNode(Node):
 class Cluster:
     """`groups` broker groups (broker-a, broker-b, ...) of one master + `slaves` slaves, `namesrvs`
     nameservers. `broker_conf` / `namesrv_conf` are extra properties for every broker / nameserver;
-    `group_conf` maps a broker name to extra properties for that group only."""
+    `group_conf` maps a broker name to extra properties for that group only.
+
+        with Cluster(workdir, groups=2, slaves=1, namesrvs=2, master_role="SYNC_MASTER") as cluster:
+            cluster.namesrv_addr            # "127.0.0.1:P1;127.0.0.1:P2" (a client's namesrvAddr)
+            cluster.master("broker-a").kill()    # kill -9
+            cluster.master("broker-a").start()   # same conf, same ports, same store
+
+    Every server gets a fixed free port chosen at construction (a master's HA port is listenPort + 1, as
+    RocketMQ's haListenPort default), so a restarted server comes back at the same address and a slave
+    finds its restarted master again. Conf files: `<workdir>/namesrv-N.conf`,
+    `<workdir>/<brokerName>-<brokerId>.conf`. The remoting protocol is spoken only to ask a nameserver
+    which brokers are registered (`wait_registered`).
+    """
 
     workdir: Path
     groups: int = 2

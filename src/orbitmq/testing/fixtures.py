@@ -1,9 +1,8 @@
 """pytest fixtures over real processes: `namesrv`, `broker`, `serve_process`, `remoting_client`.
 
-Use from a conftest.py with `pytest_plugins = ["orbitmq.testing.fixtures"]` (top-level conftest
-only) or, in any conftest.py, `from orbitmq.testing.fixtures import namesrv, broker  # noqa: F401`
-(not in a test module: ruff reports F811 there). Each fixture starts
-its processes in the test's tmp_path and stops them (SIGTERM, then SIGKILL) afterwards.
+Use with `pytest_plugins = ["orbitmq.testing.fixtures"]` (top-level conftest only) or, in any conftest,
+`from orbitmq.testing.fixtures import namesrv, broker  # noqa: F401` (in a test module ruff reports
+F811). Each fixture starts its processes in the test's tmp_path and stops them afterwards.
 """
 
 from __future__ import annotations

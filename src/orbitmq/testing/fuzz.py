@@ -2,16 +2,7 @@
 
     python -m orbitmq.testing.fuzz --seconds 60 --max-frames 200000 --workers 3 --seed 7
 
-Starts `orbitmq serve` on 127.0.0.1 (port 0) in a work directory, then for at most `seconds` and
-`max_frames` frames:
-- hostile workers (a separate process, so their CPU does not distort the healthy client's timings) send
-  the cases of `fuzz_cases.CaseMaker` on fresh connections, to the broker or the nameserver;
-- a healthy producer (orbitmq's Producer) sends numbered messages and a LitePullConsumer consumes them;
-- a prober asks the nameserver for the healthy topic's route every 10 ms.
-Then it checks: the server process is alive, nothing named with the fuzz marker exists outside the store,
-every acknowledged message was consumed, and the p99 of the route queries and of the sends is under the
-limit (50 ms). RSS of the server is sampled throughout. Loopback only; bounded in count and time.
-Exit status 0 when every check passes; the report is printed (and written as JSON with --json).
+Loopback only, bounded in count and time; exit status 0 when every check of `run_fuzz` passes.
 """
 
 from __future__ import annotations
@@ -353,7 +344,15 @@ def run_fuzz(
     admin: bool = True,
     workdir: Path | None = None,
 ) -> FuzzReport:
-    """Start `orbitmq serve`, fuzz it, stop it; the report (see `FuzzReport.problems`)."""
+    """Start `orbitmq serve`, fuzz it, stop it; the report (see `FuzzReport.problems`).
+
+    For at most `seconds` and `max_frames` frames: hostile workers (a separate process, so their CPU does
+    not distort the healthy client's timings) send `fuzz_cases.CaseMaker`'s cases on fresh connections;
+    a healthy Producer sends numbered messages that a LitePullConsumer consumes; a prober asks the
+    nameserver for the healthy topic's route every 10 ms. Then it checks: the server is alive, nothing
+    named with the fuzz marker exists outside the store, every acknowledged message was consumed, and the
+    p99 of the route queries and of the sends is under the limit (50 ms); RSS is sampled throughout.
+    """
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orbitmq-fuzz-")))

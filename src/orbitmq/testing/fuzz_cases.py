@@ -1,16 +1,8 @@
 """Hostile remoting frames for the fuzz driver (`orbitmq.testing.fuzz`): pure functions of a seeded RNG.
 
-Each case returns `(kind, target, frames)`: what it is, which server it is for ("broker" or "namesrv"),
-and the bytes to write (a request sequence is several frames on one connection). The mix covers broken
-framing, random bytes, every request code with mutated header fields (illegal names, out-of-range and
-non-Java numbers, "null", long values), malformed and hostile JSON bodies, oversized headers and ext
-maps, zlib bombs and request sequences (held pulls then an abrupt close, create/send/pull/delete of a
-throwaway topic, heartbeats and lock batches with hostile groups).
-
-Names are never those of the healthy pair: legal names come from a small `Fz` pool (bounded table
-growth); illegal ones carry the marker `fzx` so the driver can look for escaped files by name. Codes
-that legitimately change a whole server (config updates, write-perm wipes, broker unregistration) are
-left out: they are access-control questions, not input validation.
+Each case is `(kind, target, frames)`: what it is, "broker" or "namesrv", and the bytes to write.
+Names never collide with the healthy pair's: legal ones come from a small `Fz` pool (bounded table
+growth), illegal ones carry the marker `fzx`, so the driver can look for escaped files by name.
 """
 
 from __future__ import annotations
@@ -145,7 +137,15 @@ def _request(code: int, ext: dict[str, str], body: bytes = b"", *, binary: bool 
 
 
 class CaseMaker:
-    """Draws hostile cases; `bomb` is a small zlib stream that inflates to `bomb_inflated` bytes."""
+    """Draws hostile cases; `bomb` is a small zlib stream that inflates to `bomb_inflated` bytes.
+
+    The mix: broken framing, random bytes, every request code with mutated header fields (illegal names,
+    out-of-range and non-Java numbers, "null", long values), malformed and hostile JSON bodies, oversized
+    headers and ext maps, zlib bombs and request sequences (held pulls then an abrupt close,
+    create/send/pull/delete of a throwaway topic, heartbeats and lock batches with hostile groups). Codes
+    that legitimately change a whole server (config updates, write-perm wipes, broker unregistration) are
+    left out: they are access-control questions, not input validation.
+    """
 
     def __init__(self, seed: int, *, bomb_inflated: int = 96 * 1024 * 1024, admin: bool = True) -> None:
         self.rng = random.Random(seed)

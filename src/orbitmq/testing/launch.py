@@ -1,12 +1,8 @@
 """start_namesrv / start_broker / start_serve: config files from keyword arguments, then real processes.
 
-Keyword arguments are RocketMQ property names (`listenPort`, `brokerClusterName`, `flushDiskType`,
-`orderMessageEnable`, ...) written verbatim into a Java properties file in the work directory;
-Python values are written as Java reads them (True -> "true", lists -> ";"-joined).
-Every listener defaults to port 0 and every path to a place inside the work directory, so tests
-never collide with each other or touch the home directory.
-
-This module must not know anything about remoting or the servers' internals.
+Keyword arguments are RocketMQ property names written verbatim into a Java properties file; every
+listener defaults to port 0 and every path to the work directory, so tests never collide with each
+other or touch the home directory. Nothing here knows remoting or the servers' internals.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from orbitmq.testing.process import DEFAULT_START_TIMEOUT, ServerProcess, start_
 
 
 def property_text(value: Any) -> str:
+    """A Python value as Java reads it in a properties file (True -> "true", lists -> ";"-joined)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Path):

@@ -1,16 +1,8 @@
 """Real server processes for tests: launch `python -m orbitmq VERB ...`, read the bound ports back.
 
-Every server prints one line per listener on stdout before anything else:
-
-    namesrv listening on 127.0.0.1:PORT
-    broker NAME listening on 127.0.0.1:PORT
-    broker NAME ha listening on 127.0.0.1:PORT
-
-A reader thread copies stdout to `<workdir>/<name>.out` and records those lines as roles ("namesrv",
-"broker", "ha"); stderr goes to `<workdir>/<name>.err`. Starting waits until the expected roles are
-known; if the process exits or the timeout passes first, `ServerStartError` carries the log tails.
-
-This module must not know anything about remoting or the servers' internals.
+Every server prints one line per listener on stdout before anything else (`namesrv listening on
+127.0.0.1:PORT`, `broker NAME listening on ...`, `broker NAME ha listening on ...`). Nothing here
+knows remoting or the servers' internals.
 """
 
 from __future__ import annotations
@@ -247,7 +239,12 @@ def start_process(
     timeout: float = DEFAULT_START_TIMEOUT,
     env: dict[str, str] | None = None,
 ) -> ServerProcess:
-    """Run `python -m orbitmq VERB ARGS...` in `workdir` and wait for the `expect`ed listeners."""
+    """Run `python -m orbitmq VERB ARGS...` in `workdir` and wait for the `expect`ed listeners.
+
+    A reader thread copies stdout to `<workdir>/<name>.out` and records the listening lines as roles
+    ("namesrv", "broker", "ha"); stderr goes to `<workdir>/<name>.err`. If the process exits or the
+    timeout passes before the expected roles are known, `ServerStartError` carries the log tails.
+    """
     proc = ServerProcess(
         [sys.executable, "-m", "orbitmq", verb, *args],
         workdir,

@@ -1,12 +1,7 @@
 """RemotingClient: pooled connections per address, invoke/invoke_oneway, server->client requests.
 
-One `Connection` per "ip:port", opened on demand (concurrent callers share one connect attempt) and
-dropped from the pool when it closes, so the next call reconnects. Requests the server sends to us
-(NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go through a `Dispatcher` like a server's.
-An optional `rpc_hook` changes every outgoing request just before it is sent (the ACL signature, as
-RocketMQ's RPCHook.doBeforeRequest); `ssl_context` makes every connection TLS.
-
-This module must not know what any request code means.
+The client side of every remoting conversation (producer, consumer, admin, broker to namesrv), so it
+must not know what any request code means: requests the server sends to us go through a `Dispatcher`.
 """
 
 from __future__ import annotations
@@ -31,6 +26,13 @@ RpcHook = Callable[[RemotingCommand], None]
 
 
 class RemotingClient:
+    """One `Connection` per "ip:port", opened on demand (concurrent callers share one connect attempt) and
+    dropped from the pool when it closes, so the next call reconnects. Requests the server sends
+    (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go through a `Dispatcher` like a server's.
+    An optional `rpc_hook` changes every outgoing request just before it is sent (the ACL signature, as
+    RocketMQ's RPCHook.doBeforeRequest); `ssl_context` makes every connection TLS.
+    """
+
     def __init__(
         self,
         *,

@@ -1,19 +1,8 @@
-"""One remoting connection over TCP: framing, opaque -> future correlation, oneway, timeouts, close.
+"""One remoting connection over TCP: framing, opaque -> waiter correlation, oneway, timeouts, close.
 
-`Connection` is an `asyncio.Protocol` (not streams: bytes go from the socket into the `FrameDecoder`
-with no extra buffering layer). It is symmetrical: both sides can send requests and both receive
-them; inbound requests are handed to a `request_handler` (the server's or client's dispatcher).
-
-Invariants:
-- every pending request is in `_pending` until exactly one of: its response arrives, its timeout
-  fires, the awaiting task is cancelled, or the connection closes; each path removes the entry. A
-  request sent with `invoke_callback` (no future, no coroutine: the producer's hot path) gets its
-  callback called exactly once, by whichever of those paths removes its entry.
-- a frame or header that breaks the protocol closes this connection only (the reason is logged).
-- writes go out with `writelines(encode_command(cmd))` so bodies are never copied here; when the
-  transport asks us to pause, `drain()` blocks writers until it resumes (flow control).
-
-This module must not know request codes or what processors do.
+An `asyncio.Protocol` (bytes go from the socket straight into the `FrameDecoder`), symmetrical: both
+sides send requests. A frame that breaks the protocol closes this connection only; writes use
+`writelines`, so bodies are never copied. It knows no request codes; pending requests: pending.py.
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from collections.abc import Callable
 from typing import Final, TypeAlias, cast
 
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
-from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
+from orbitmq.common.errors import ConnectError, RemoteProtocolError
 from orbitmq.protocol.command import (
     DEFAULT_MAX_EXT_FIELDS,
     RemotingCommand,
@@ -35,8 +24,13 @@ from orbitmq.protocol.command import (
     next_opaque,
 )
 from orbitmq.protocol.frames import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from orbitmq.transport.address import format_peer, split_address
 from orbitmq.transport.busy_poll import BusyPoll
 from orbitmq.transport.log_limit import LogLimiter
+from orbitmq.transport.pending import Pending, ResponseCallback, Waiter, answer, expire, fail
+
+# split_address and ResponseCallback: still importable from here, where they used to live.
+__all__ = ["Connection", "ResponseCallback", "split_address"]
 
 log: Final = logging.getLogger("orbitmq.transport")
 
@@ -55,28 +49,11 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 
 RequestHandler = Callable[["Connection", RemotingCommand], None]
 CloseCallback = Callable[["Connection"], None]
-# invoke_callback's callback: (response, None) or (None, error), called once on the loop.
-ResponseCallback = Callable[[RemotingCommand | None, Exception | None], None]
-# What waits for a response: invoke's future or invoke_callback's callback.
-Waiter: TypeAlias = "asyncio.Future[RemotingCommand] | ResponseCallback"
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """'ip:port' -> (ip, port); the port is after the last colon (IPv6 hosts keep their colons)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"bad address {address!r}, expected ip:port")
-    return host.strip("[]"), int(port)
-
-
-def _format_peer(peer: object) -> str:
-    if isinstance(peer, tuple) and len(peer) >= 2:
-        return f"{peer[0]}:{peer[1]}"
-    return str(peer)
 
 
 class Connection(asyncio.Protocol):
-    """A remoting connection; see the module docstring for its invariants."""
+    """A remoting connection. Every pending request leaves `_pending` exactly once: on its answer, its
+    timeout, the cancellation of its awaiting task or the close; whichever takes it settles its waiter."""
 
     def __init__(
         self,
@@ -114,7 +91,7 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         # opaque -> (future, deadline on the loop's clock, timeout, request code). One sweep timer, armed
         # at the earliest deadline, expires them (not one timer per request).
-        self._pending: dict[int, tuple[Waiter, float, float, int]] = {}
+        self._pending: Pending = {}
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._close_callbacks: list[CloseCallback] = []
@@ -143,8 +120,8 @@ class Connection(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses, but they have the same methods.
         transport = cast(asyncio.Transport, transport)
         self._transport = transport
-        self.remote_address = _format_peer(transport.get_extra_info("peername"))
-        self.local_address = _format_peer(transport.get_extra_info("sockname"))
+        self.remote_address = format_peer(transport.get_extra_info("peername"))
+        self.local_address = format_peer(transport.get_extra_info("sockname"))
         self.last_activity = self._clock.monotonic()
         self._loop = _GET_RUNNING_LOOP()
         self._lost = self._loop.create_future()
@@ -261,7 +238,7 @@ class Connection(asyncio.Protocol):
             self._sweep_handle = None
         pending, self._pending = self._pending, {}
         for waiter, _, _, _ in pending.values():
-            _fail(waiter, ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}"))
+            fail(waiter, ConnectError(f"connection to {self.remote_address} closed: {self.close_reason}"))
         self._wake_writers()
         callbacks, self._close_callbacks = self._close_callbacks, []
         for cb in callbacks:
@@ -313,13 +290,10 @@ class Connection(asyncio.Protocol):
         if not self._receiving:  # (answers written while a received chunk is handled: set on receipt)
             self.last_activity = self._clock.monotonic()
         # The first command of a loop turn (or the first answer to a received chunk) leaves at once, so
-        # the peer works on it on the other core while this side builds the rest; the rest of the turn
-        # (of the chunk) gathers and leaves in one writelines (one writev on uvloop) when it ends, or in
-        # parts of EARLY_FLUSH_PIECES. With a few senders sharing a connection this turns lock-step
-        # rounds (all answers, then all next requests) into a pipeline: W1 with 4 senders ~2x msgs/s.
-        # The turn's end is marked (a callback) only once a second command gathers: a turn with one
-        # command, a lone sender's, then costs the loop no extra iteration. Without a read in between,
-        # "since the last read or flush" may span turns: a command then gathers until the turn ends.
+        # the peer works on it while this side builds the rest; the rest of the turn gathers and leaves
+        # in one writelines when it ends, or in parts of EARLY_FLUSH_PIECES: senders sharing a connection
+        # pipeline instead of going in lock-step rounds. The turn's end is marked (a callback) only once a
+        # second command gathers, so a lone sender's turn costs the loop no extra iteration.
         out = self._out
         out += encode_command(cmd)
         if self._receiving:
@@ -333,11 +307,8 @@ class Connection(asyncio.Protocol):
             leave = False
             loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
             self._flush_handle = loop.call_soon(self._flush)  # ends this turn's batch
-        if leave:
-            if self._before_write is not None and not self._barrier():
-                return
-            self._out = []
-            transport.writelines(out)
+        if leave and not self._leave(transport, out):
+            return
         busy = self._busy
         if busy is not None and self._loop is not None:
             busy.arm(self._loop)
@@ -355,10 +326,8 @@ class Connection(asyncio.Protocol):
         out = self._out
         for cmd in cmds:
             out += encode_command(cmd)
-        if self._before_write is not None and not self._barrier():
+        if not self._leave(transport, out):
             return
-        self._out = []
-        transport.writelines(out)
         busy = self._busy
         if busy is not None and self._loop is not None:
             busy.arm(self._loop)
@@ -368,12 +337,18 @@ class Connection(asyncio.Protocol):
         self._sent_early = False
         transport = self._transport
         if self._out and transport is not None:
-            if self._before_write is not None and not self._barrier():
-                return
-            out, self._out = self._out, []
-            transport.writelines(out)
+            self._leave(transport, self._out)
         else:
             self._out = []
+
+    def _leave(self, transport: asyncio.Transport, out: list[Buffer]) -> bool:
+        """`out` (this connection's gathered pieces) leaves now, after `before_write`; False when that
+        failed and the connection was aborted instead."""
+        if self._before_write is not None and not self._barrier():
+            return False
+        self._out = []
+        transport.writelines(out)
+        return True
 
     def _barrier(self) -> bool:
         """Run `before_write`. If it fails, what this connection gathered never leaves: the connection
@@ -393,23 +368,14 @@ class Connection(asyncio.Protocol):
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send `request` and wait up to `timeout` seconds for the response with its opaque."""
-        if self.closed:
-            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
-        if request.opaque in self._pending:
-            request.opaque = next_opaque()
         loop = _GET_RUNNING_LOOP()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
-        opaque = request.opaque
-        deadline = loop.time() + max(timeout, 0.0)
-        entry = (future, deadline, timeout, request.code)
-        self._pending[opaque] = entry
-        if self._sweep_handle is None or deadline < self._sweep_at:
-            self._arm_sweep(loop, deadline)
+        opaque = self._register(request, timeout, future, loop)
         try:
             if self._writing_paused:
                 await self.drain()
             if self.closed:
-                raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+                raise self._closed_error()
             self.send(request)
             return await future
         finally:
@@ -423,21 +389,28 @@ class Connection(asyncio.Protocol):
         `callback(response, None)` or `callback(None, error)` runs exactly once, on the loop, when the
         response arrives, `timeout` passes or the connection closes. It ignores flow control: callers
         check `writing_paused` first and use `invoke` (which drains) when it is set."""
+        self._register(request, timeout, callback, self._loop or _GET_RUNNING_LOOP())
+        self.send(request)
+
+    def _register(
+        self, request: RemotingCommand, timeout: float, waiter: Waiter, loop: asyncio.AbstractEventLoop
+    ) -> int:
+        """Enter `request` (a fresh opaque if its own is taken) in the pending table; its opaque."""
         if self.closed:
-            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+            raise self._closed_error()
         if request.opaque in self._pending:
             request.opaque = next_opaque()
-        loop = self._loop or _GET_RUNNING_LOOP()  # (asyncio's lookup costs a getpid() call)
+        opaque = request.opaque
         deadline = loop.time() + max(timeout, 0.0)
-        self._pending[request.opaque] = (callback, deadline, timeout, request.code)
+        self._pending[opaque] = (waiter, deadline, timeout, request.code)
         if self._sweep_handle is None or deadline < self._sweep_at:
             self._arm_sweep(loop, deadline)
-        self.send(request)
+        return opaque
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send `request` with the oneway flag; no response is expected."""
         if self.closed:
-            raise ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+            raise self._closed_error()
         request.flag |= 2  # RPC_ONEWAY
         if self._writing_paused:
             await self.drain()
@@ -445,29 +418,28 @@ class Connection(asyncio.Protocol):
 
     def close(self, reason: str) -> None:
         """Close the connection; pending requests fail with ConnectError carrying `reason`."""
-        if self.closed:
-            return
-        self.close_reason = reason
-        transport = self._transport
-        if transport is not None:
-            self._flush()  # what was sent before close() still goes out, then the FIN
-            # From now on nothing more is written or read; pending requests fail in connection_lost.
-            self.closed = True
-            transport.close()
-        else:
-            self.connection_lost(None)
+        self._end(reason, graceful=True)
 
     def abort(self, reason: str) -> None:
         """Close without flushing the write buffer (broken peers)."""
+        self._end(reason, graceful=False)
+
+    def _end(self, reason: str, *, graceful: bool) -> None:
         if self.closed:
             return
         self.close_reason = reason
         transport = self._transport
-        if transport is not None:
-            self.closed = True
-            transport.abort()
-        else:
+        if transport is None:
             self.connection_lost(None)
+            return
+        if graceful:
+            self._flush()  # what was sent before close() still goes out, then the FIN
+        # From now on nothing more is written or read; pending requests fail in connection_lost.
+        self.closed = True
+        if graceful:
+            transport.close()
+        else:
+            transport.abort()
 
     async def wait_closed(self) -> None:
         if self._lost is not None:
@@ -479,6 +451,9 @@ class Connection(asyncio.Protocol):
 
     # ---- internals --------------------------------------------------------------------------
 
+    def _closed_error(self) -> ConnectError:
+        return ConnectError(f"connection to {self.remote_address} is closed: {self.close_reason}")
+
     def _complete(self, response: RemotingCommand) -> None:
         entry = self._pending.pop(response.opaque, None)
         if entry is None:
@@ -489,12 +464,7 @@ class Connection(asyncio.Protocol):
                 self.remote_address,
             )
             return
-        waiter = entry[0]
-        if isinstance(waiter, asyncio.Future):
-            if not waiter.done():
-                waiter.set_result(response)
-        else:
-            _call_back(waiter, response, None)
+        answer(entry[0], response)
 
     def _arm_sweep(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._sweep_handle is not None:
@@ -507,22 +477,7 @@ class Connection(asyncio.Protocol):
         self._sweep_handle = None
         loop = _GET_RUNNING_LOOP()
         # call_at may run a timer up to the loop's clock resolution early: count that as due.
-        now = loop.time() + 0.001
-        earliest = None
-        expired = []
-        for opaque, (_, deadline, _, _) in self._pending.items():
-            if deadline <= now:
-                expired.append(opaque)
-            elif earliest is None or deadline < earliest:
-                earliest = deadline
-        for opaque in expired:
-            waiter, _, timeout, code = self._pending.pop(opaque)
-            _fail(
-                waiter,
-                RequestTimeoutError(
-                    f"request code {code} opaque {opaque} to {self.remote_address} timed out after {timeout}s"
-                ),
-            )
+        earliest = expire(self._pending, loop.time() + 0.001, self.remote_address)
         if earliest is not None and not self.closed:
             self._arm_sweep(loop, earliest)
 
@@ -540,20 +495,3 @@ class Connection(asyncio.Protocol):
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
-
-
-def _fail(waiter: Waiter, error: Exception) -> None:
-    if isinstance(waiter, asyncio.Future):
-        if not waiter.done():
-            waiter.set_exception(error)
-    else:
-        _call_back(waiter, None, error)
-
-
-def _call_back(callback: ResponseCallback, response: RemotingCommand | None, error: Exception | None) -> None:
-    # The callback runs inside data_received, the sweep timer or connection_lost: its failure must not
-    # break the connection or the other pending requests.
-    try:
-        callback(response, error)
-    except Exception:
-        log.exception("response callback failed")

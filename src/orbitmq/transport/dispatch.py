@@ -1,27 +1,7 @@
 """Request dispatch: code -> processor, with RocketMQ's error answers, shared by server and client.
 
-Rules (NettyRemotingAbstract.processRequestCommand, fact sheet 1.7):
-- unknown code -> REQUEST_CODE_NOT_SUPPORTED (3), remark " request type <code> not supported";
-- more pending requests for a code than its limit -> SYSTEM_BUSY (2), remark
-  "[OVERLOAD]system busy, start flow control for a while";
-- the processor raises -> SYSTEM_ERROR (1) with the exception text;
-- a processor returning None sends nothing (it answers later itself, e.g. long polling);
-- oneway requests never get any answer, not even an error.
-Every answer is made with `response_to(request)`, so it carries the request's opaque and serialize type.
-
-Processors run inline: the coroutine is started right in the connection's receive callback, and one that
-finishes without suspending (a pull that finds messages) is answered at once, without an asyncio Task per
-request (creating, scheduling and completing a Task cost more than many processors). Only a processor
-that suspends (a SYNC_FLUSH wait, drain) continues in a Task. A processor may also be a plain function
-that returns its answer itself (a `RemotingCommand`, no coroutine at all: the send processor when the
-store needs no wait) or an awaitable when it has to wait. A processor whose wait is owned by someone
-else returns a `Later`: no coroutine and no Task, the owner answers it (the group commit answers every
-SYNC_FLUSH send one fdatasync covered in one loop callback).
-
-Per route it counts answers by response code and times each request into fixed latency buckets (two
-perf_counter reads and a bisect per request, nothing allocated): the metrics endpoint reads them at
-scrape time through `Dispatcher.route_stats()` (`RemotingServer.dispatcher`).
-
+Processors run inline, without an asyncio Task per request (creating and completing one costs more
+than many processors), and every route counts its answers and latencies for the metrics endpoint.
 This module must not know what any request code means.
 """
 
@@ -134,10 +114,10 @@ class Later:
 
 def answer_together(answers: list[tuple[Later, RemotingCommand]]) -> None:
     """Answer several `Later`s at once (a group commit's round): first every answer, each connection's
-    in one write, then the counting. One after another (`Later.answer`), the first answer left at once
-    but the last only once all the others were built and counted (~4.5 us each on the loop), and the
-    senders waited for theirs that long. An answer that cannot go out plainly (a oneway request, a
-    closed or paused connection) takes `Later.answer`'s way."""
+    in one write, then the counting, so no sender waits while the others' answers are counted (one
+    after another, with `Later.answer`, the last answer would leave only after every other was built
+    and counted). An answer that cannot go out plainly (a oneway request, a closed or paused
+    connection) takes `Later.answer`'s way."""
     finished = perf_counter()
     sent: list[tuple[_Route, Connection, RemotingCommand, float]] = []
     batches: dict[Connection, list[RemotingCommand]] = {}
@@ -172,7 +152,24 @@ _coroutine_types: Final[set[type]] = set()
 
 
 class Dispatcher:
-    """Routes inbound requests of many connections to processors; owns the tasks it starts."""
+    """Routes inbound requests of many connections to processors; owns the tasks it starts.
+
+    Rules (NettyRemotingAbstract.processRequestCommand, fact sheet 1.7):
+    - unknown code -> REQUEST_CODE_NOT_SUPPORTED (3), remark " request type <code> not supported";
+    - more pending requests for a code than its limit -> SYSTEM_BUSY (2), remark
+      "[OVERLOAD]system busy, start flow control for a while";
+    - the processor raises -> SYSTEM_ERROR (1) with the exception text;
+    - a processor returning None sends nothing (it answers later itself, e.g. long polling);
+    - oneway requests never get any answer, not even an error.
+    Every answer is made with `response_to(request)`, so it carries the request's opaque and serialize type.
+
+    A processor's coroutine is started right in the connection's receive callback; one that finishes
+    without suspending is answered at once, and only one that suspends (a SYNC_FLUSH wait, drain)
+    continues in a Task. A processor may also be a plain function returning its answer (no coroutine),
+    or return a `Later` when someone else owns its wait and answers it (the group commit answers every
+    send one fdatasync covered in one loop callback). Per route it counts answers by response code and
+    times each request into fixed latency buckets (`route_stats()`, read at scrape time).
+    """
 
     def __init__(
         self, *, name: str, max_pending_per_code: int = 10000, max_inflight_per_connection: int = 1 << 30

@@ -1,19 +1,7 @@
-"""ServerLimits: the bounds one client cannot push a server past (each a namesrv.conf / broker.conf key).
+"""ServerLimits: the bounds one client cannot push a server past, each a namesrv.conf / broker.conf key.
 
-- `serverMaxFrameSize`: a frame longer than this closes the connection (RocketMQ: 16 MiB,
-  com.rocketmq.remoting.frameMaxLength).
-- `serverMaxHeaderSize`: a header longer than this closes the connection before it is buffered.
-- `serverMaxExtFields`: more ext fields than this closes the connection (decode cost stays small).
-- `serverMaxConnections`: connections beyond this are closed as soon as they are accepted.
-- `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
-  flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot of
-  the per-code limit.
-- `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
-  when a chunk holds several requests; the rest waits for the next turn, so a connection packing costly
-  requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
-- `serverMaxUnsupportedLogged`: (request code, client) pairs remembered so that an unsupported request
-  is logged at INFO once per pair; past it new pairs are logged at DEBUG only, so a client cycling
-  through codes cannot grow the set without bound.
+A server shared by many clients must stay up for all of them when one sends huge frames, opens
+endless connections or packs costly requests: every bound closes or refuses only that client's part.
 """
 
 from __future__ import annotations
@@ -43,6 +31,23 @@ LIMIT_KEYS = {
 
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
+    """The limits, each under its config key:
+
+    - `serverMaxFrameSize`: a frame longer than this closes the connection (RocketMQ: 16 MiB,
+      com.rocketmq.remoting.frameMaxLength).
+    - `serverMaxHeaderSize`: a header longer than this closes the connection before it is buffered.
+    - `serverMaxExtFields`: more ext fields than this closes the connection (decode cost stays small).
+    - `serverMaxConnections`: connections beyond this are closed as soon as they are accepted.
+    - `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
+      flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot
+      of the per-code limit.
+    - `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
+      when a chunk holds several requests; the rest waits for the next turn, so a connection packing
+      costly requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait.
+    - `serverMaxUnsupportedLogged`: (request code, client) pairs remembered so that an unsupported
+      request is logged at INFO once per pair; past it new pairs are logged at DEBUG only.
+    """
+
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS

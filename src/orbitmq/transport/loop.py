@@ -45,8 +45,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # Young-generation GC threshold of a serving process (CPython's default is 700 allocations). Every
 # request allocates a few container objects (header dict, command, lists), so the default runs a gen-0
-# collection every few dozen requests; few of them form cycles, so collecting 30x less often costs
-# little memory and saves ~4 % of the broker's CPU per message.
+# collection every few dozen requests; few of them form cycles, so collecting far less often costs
+# little memory and saves the broker CPU on every message.
 SERVING_GC_THRESHOLD = 20000
 
 

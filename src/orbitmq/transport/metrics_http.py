@@ -1,10 +1,8 @@
 """The Prometheus endpoint: `GET /metrics` on its own HTTP port, served on the process's event loop.
 
-The exposition text comes from prometheus_client (`generate_latest`) and the HTTP side from aiohttp.
-It runs on the server's loop, not on prometheus_client's own thread, because the collectors read the
-broker's tables, which only the loop mutates: a scrape sees a consistent view without any lock.
-
-Imported only when a metrics port is configured, so servers without one never load either library.
+On the server's loop, not on prometheus_client's own thread: the collectors read the broker's tables,
+which only the loop mutates, so a scrape sees a consistent view without any lock. Imported only when a
+metrics port is configured, so servers without one never load prometheus_client or aiohttp.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """RemotingServer: accept remoting connections and dispatch their requests to processors.
 
-Each accepted socket becomes a `Connection` whose requests go through one `Dispatcher` (code ->
-processor; error answers as RocketMQ gives them). Connections idle (no bytes read) for
-`idle_timeout` seconds are closed, as RocketMQ's `serverChannelMaxIdleTimeSeconds` (120 s) does.
-A connection that breaks the framing is closed alone; the server keeps serving everyone else.
-
-An optional request hook (`set_request_hook`, the ACL check) sees every request before its processor
-and may answer it instead; without one, connections call the dispatcher directly (no cost).
-TLS (`tls=`): `enforcing` listens with an ssl context; `permissive` accepts itself, peeks at the first
-byte of each connection (0x16 = a TLS handshake, as RocketMQ's HandshakeHandler decides) and starts
-the connection with or without TLS accordingly.
-
-This module must not know what any request code means.
+A connection that breaks the framing is closed alone; the server keeps serving everyone else. Idle
+connections close as RocketMQ's `serverChannelMaxIdleTimeSeconds` does. This module must not know what
+any request code means.
 """
 
 from __future__ import annotations
@@ -48,6 +39,16 @@ SNIFF_TIMEOUT = 120.0
 
 
 class RemotingServer:
+    """Each accepted socket becomes a `Connection` whose requests go through one `Dispatcher`; connections
+    idle (no bytes read) for `idle_timeout` seconds are closed.
+
+    An optional request hook (`set_request_hook`, the ACL check) sees every request before its processor
+    and may answer it instead; without one, connections call the dispatcher directly (no cost).
+    TLS (`tls=`): `enforcing` listens with an ssl context; `permissive` accepts itself, peeks at the first
+    byte of each connection (0x16 = a TLS handshake, as RocketMQ's HandshakeHandler decides) and starts
+    the connection with or without TLS accordingly.
+    """
+
     def __init__(
         self,
         host: str = "127.0.0.1",

@@ -1,18 +1,8 @@
 """TLS settings under RocketMQ's names (TlsSystemConfig) and the ssl contexts built from them.
 
-Server (namesrv.conf / broker.conf):
-- `tls.server.mode`: `disabled` (plain only), `permissive` (one port, TLS and plain: the first byte
-  of a TLS connection is a handshake record, 0x16, which no remoting frame starts with below 352 MB),
-  `enforcing` (TLS only). orbitmq defaults to `disabled`: RocketMQ's default `permissive` relies on a
-  throwaway self-signed certificate ("test mode"), which orbitmq does not invent.
-- `tls.server.certPath`, `tls.server.keyPath`, `tls.server.keyPassword`: the server's certificate;
-- `tls.server.need.client.auth`: `none`, `optional` or `require` (client certificates, verified
-  against `tls.server.trustCertPath`).
-Client (`tls.enable=true`, or `tls=True` on orbitmq's clients):
-- `tls.client.authServer`: verify the server's certificate against `tls.client.trustCertPath`
-  (RocketMQ does not check host names, nor does this);
-- `tls.client.certPath`, `tls.client.keyPath`, `tls.client.keyPassword`: the client's certificate for
-  servers that need one.
+The `tls.*` keys of namesrv.conf / broker.conf (`TlsServerSettings`) and of the clients
+(`TlsClientSettings`, `tls.enable=true` or `tls=True`), so a RocketMQ deployment's TLS files work as
+they are. RocketMQ does not check host names, nor does this.
 """
 
 from __future__ import annotations
@@ -42,6 +32,17 @@ def _opt(props: Mapping[str, str], key: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TlsServerSettings:
+    """A server's TLS keys (namesrv.conf / broker.conf):
+
+    - `tls.server.mode`: `disabled` (plain only), `permissive` (one port, TLS and plain: the first byte
+      of a TLS connection is a handshake record, 0x16, which no remoting frame starts with below 352 MB),
+      `enforcing` (TLS only). orbitmq defaults to `disabled`: RocketMQ's default `permissive` relies on a
+      throwaway self-signed certificate ("test mode"), which orbitmq does not invent.
+    - `tls.server.certPath`, `tls.server.keyPath`, `tls.server.keyPassword`: the server's certificate;
+    - `tls.server.need.client.auth`: `none`, `optional` or `require` (client certificates, verified
+      against `tls.server.trustCertPath`).
+    """
+
     mode: TlsMode = TlsMode.DISABLED
     cert_path: str | None = None
     key_path: str | None = None
@@ -89,6 +90,13 @@ class TlsServerSettings:
 
 @dataclass(frozen=True, slots=True)
 class TlsClientSettings:
+    """A client's TLS keys (with `tls.enable=true`):
+
+    - `tls.client.authServer`: verify the server's certificate against `tls.client.trustCertPath`;
+    - `tls.client.certPath`, `tls.client.keyPath`, `tls.client.keyPassword`: the client's certificate for
+      servers that need one.
+    """
+
     enable: bool = False
     auth_server: bool = False
     trust_cert_path: str | None = None

@@ -139,7 +139,7 @@ def test_unknown_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run([], capsys)
+    rc, out, _ = run(["--help"], capsys)
     assert rc == 0
     assert all(name in out for name in MQADMIN_SUBCOMMANDS)
     rc, out, _ = run(["updateTopic", "-h"], capsys)
@@ -172,3 +172,26 @@ def test_error_lines_name_the_response_code() -> None:
     assert cli.error_text(BrokerError(999, "x")).startswith("the name server answered UNKNOWN (999)")
     assert cli.error_text(ConnectError("connect to h:1 failed")) == "unreachable: connect to h:1 failed"
     assert cli.error_text(RequestTimeoutError("no answer")) == "timed out: no answer"
+
+
+def test_no_subcommand_is_a_usage_error_with_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run([], capsys)
+    assert rc == 2 and out == ""
+    assert all(name in err for name in MQADMIN_SUBCOMMANDS)
+    assert err.rstrip().endswith("orbitmq admin: error: name a subcommand")
+
+
+def test_a_wrong_flag_prints_that_subcommands_usage_only(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(["topicList", "--no-such-flag"], capsys)
+    assert rc == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("usage: orbitmq admin topicList ")
+    assert "usage: usage:" not in err
+    assert "updateTopic" not in err  # not the list of every subcommand
+    assert lines[-1] == "orbitmq admin topicList: error: unrecognized arguments: --no-such-flag"
+    assert len(lines) <= 6
+
+
+def test_the_subcommand_parser_reads_the_common_flags() -> None:
+    args = cli.parse_args(["topicList", "-n", "127.0.0.1:1", "--json", "--timeout", "2"])
+    assert (args.command, args.namesrv, args.json, args.timeout) == ("topicList", "127.0.0.1:1", True, 2.0)

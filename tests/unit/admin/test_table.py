@@ -80,3 +80,39 @@ def test_json_output_is_plain_json() -> None:
     assert data["diffTotal"] == 6
     assert [q["diff"] for q in data["queues"]] == [6, 0]
     assert orjson.loads(to_json_text({1: "x"})) == {"1": "x"}
+
+
+def _terminal_text(text: str) -> list[str]:
+    import re
+
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in text.splitlines()]
+
+
+def test_at_80_columns_addresses_and_times_are_never_cut() -> None:
+    from orbitmq.admin.table import rich_table
+
+    cluster = ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS", "#OutTPS", "#InTotal"]
+    row = ["DefaultCluster", "broker-a", "0", "127.0.0.1:10911", "V4_9_7", "0.39", "0.00", "1234"]
+    lines = _terminal_text(rich_table([*cluster, "#SPACE"], [[*row, "0.4213"]], 80))
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in "".join(lines)
+    assert any("127.0.0.1:10911" in line and "0.4213" in line for line in lines)
+
+    progress = ["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP"]
+    time_cell = "2026-11-28 22:21:36,123"
+    rows = [
+        ["%RETRY%a_long_group_name", "broker-a", "0", "12345", "12000", "127.0.0.1:53412", "345", time_cell]
+    ]
+    lines = _terminal_text(rich_table([*progress, "#Diff", "#LastTime"], rows, 80))
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in "".join(lines)
+    assert any(time_cell in line and "127.0.0.1:53412" in line for line in lines)
+
+
+def test_a_wide_terminal_keeps_the_box_and_every_header_on_one_line() -> None:
+    from orbitmq.admin.table import rich_table, whole_columns
+
+    lines = _terminal_text(rich_table(["#Broker Offset", "#Addr"], [["12", "127.0.0.1:10911"]], 200))
+    assert "┃ Broker Offset ┃ Addr            ┃" in lines
+    assert "│ 12            │ 127.0.0.1:10911 │" in lines
+    assert whole_columns([["a", "1", "127.0.0.1:1", "-"], ["b", "2.5", "N/A", "-"]]) == {1, 2}

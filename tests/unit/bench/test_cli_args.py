@@ -6,10 +6,10 @@ import argparse
 
 import pytest
 
-from orbitmq.bench.cli import (
+from orbitmq.bench.cli import main
+from orbitmq.bench.options import (
     QUICK_DEFAULTS,
     build_parser,
-    main,
     parse_count_list,
     parse_int_list,
     parse_workloads,

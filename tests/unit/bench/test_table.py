@@ -95,7 +95,7 @@ def test_saved_json_renders_the_same_table() -> None:
 
 
 def test_median_run_is_kept_with_all_figures_in_the_note() -> None:
-    from orbitmq.bench.cli import median_run
+    from orbitmq.bench.runner import median_run
 
     runs = [m("nats", 300), m("nats", 100), m("nats", 200)]
     chosen = median_run(runs)

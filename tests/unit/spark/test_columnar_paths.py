@@ -15,7 +15,8 @@ from orbitmq.message.hosts import pack_host
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.message.record_layout import encode_record
 from orbitmq.spark.arrow_records import decode_batch, record_positions
-from orbitmq.spark.sink import _entries, _fill_entries, _property, _queue_plan, id_prefix, message_id
+from orbitmq.spark.sink import id_prefix, message_id
+from orbitmq.spark.sink_entries import encode_entries, fill_entries, property_column, queue_plan
 
 
 def _record(i: int, body: bytes, topic: bytes, properties: bytes) -> bytes:
@@ -63,9 +64,9 @@ def test_sink_entries_equal_the_row_encoding(batch: pa.RecordBatch, filled: bool
         batch = batch.append_column("tags", pa.nulls(batch.num_rows, pa.string()))
         batch = batch.append_column("keys", pa.nulls(batch.num_rows, pa.string()))
     tags = batch.column("tags")
-    pieces = [np.zeros((batch.num_rows, 20), np.uint8), batch.column("body"), _property("TAGS", tags)]
-    assert (_fill_entries(pieces) is not None) == filled
-    entries = _entries(batch, prefix, 40)
+    pieces = [np.zeros((batch.num_rows, 20), np.uint8), batch.column("body"), property_column("TAGS", tags)]
+    assert (fill_entries(pieces) is not None) == filled
+    entries = encode_entries(batch, prefix, 40)
     expected = []
     for i, (body, tags, keys) in enumerate(zip(*batch.to_pydict().values(), strict=True)):
         props: dict[str, str | None] = {}
@@ -118,7 +119,7 @@ def test_sink_entries_with_a_properties_map_and_array_keys_mean_what_the_rows_me
             "properties": pa.array([r[3] for r in rows], pa.map_(pa.string(), pa.string())),
         }
     ).slice(0)
-    entries = _entries(batch, prefix, 7).to_pylist()
+    entries = encode_entries(batch, prefix, 7).to_pylist()
     got = [_entry_properties(e) for e in entries]
     for entry in entries:  # a column that sets a property replaces the map's entry, never repeats it
         assert entry.count(b"TAGS\x01") <= 1 and entry.count(b"KEYS\x01") <= 1
@@ -138,7 +139,7 @@ def test_queue_plan_matches_the_row_path() -> None:
     keys = ["user1", None, "ключ", "user1", None, None, "", "x" * 40]
     topic_of_row = np.array([0, 0, 1, 1, 0, 1, 0, 1])
     counts = [4, 3]
-    plan, spread = _queue_plan(topic_of_row, counts, pa.array(keys, pa.string()), 5, 2)
+    plan, spread = queue_plan(topic_of_row, counts, pa.array(keys, pa.string()), 5, 2)
     expected, turn = [], 5
     for key, topic in zip(keys, topic_of_row.tolist(), strict=True):
         if key is not None:
@@ -147,5 +148,5 @@ def test_queue_plan_matches_the_row_path() -> None:
             expected.append((turn // 2) % counts[topic])
             turn += 1
     assert plan.tolist() == expected and spread == turn == 8
-    no_keys, after = _queue_plan(np.zeros(6, dtype=np.int64), [3], None, 0, 2)
+    no_keys, after = queue_plan(np.zeros(6, dtype=np.int64), [3], None, 0, 2)
     assert no_keys.tolist() == [0, 0, 1, 1, 2, 2] and after == 6

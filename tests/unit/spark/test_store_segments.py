@@ -10,7 +10,13 @@ import pytest
 from orbitmq.message.hosts import pack_host
 from orbitmq.message.record_layout import BLANK_MAGIC, encode_record
 from orbitmq.spark import store_source
-from orbitmq.spark.store_source import SegmentSpec, parse_store_options, read_segment, segment_files
+from orbitmq.spark.store_source import (
+    SegmentSpec,
+    StoreOptions,
+    parse_store_options,
+    read_segment,
+    segment_files,
+)
 
 
 def rec(i: int, topic: bytes = b"t", sys_flag: int = 0) -> bytes:
@@ -22,7 +28,7 @@ def rec(i: int, topic: bytes = b"t", sys_flag: int = 0) -> bytes:
 
 
 def rows(path: Path, topics: frozenset[str] | None = None) -> list[tuple[str, int]]:
-    spec = SegmentSpec(str(path), "broker-a", topics, True)
+    spec = SegmentSpec(str(path), StoreOptions(str(path.parent), "broker-a", topics, True))
     return [(r["topic"], r["queue_offset"]) for b in read_segment(spec) for r in b.to_pylist()]
 
 

@@ -1,14 +1,7 @@
 """ACL: the request hook that checks every request (aclEnable=true) and the ACL admin requests.
 
-- the hook refuses with NO_PERMISSION (16) and RocketMQ's AclException text as remark
-  ("org.apache.rocketmq.acl.common.AclException: No acl config for xyz"). RocketMQ 4.9.8 answers
-  SYSTEM_ERROR (its hook throws); Java clients treat both as a broker error (both are in the
-  producer's retry codes), and NO_PERMISSION says what happened.
-- UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51), UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53)
-  change plain_acl.yml and write it back; GET_BROKER_CLUSTER_ACL_INFO (52) answers the file's data
-  version; GET_BROKER_CLUSTER_ACL_CONFIG (54, 4.9.7; removed in 4.9.8) the accounts. All need an
-  admin account (see acl/permissions.py). Code 53's `aclFileFullPath` may only name the broker's own
-  file: 4.9.8 writes wherever the client says.
+The rules live in acl/; this module puts them in front of every processor and answers codes 50-54,
+which change plain_acl.yml or read it and need an admin account (acl/permissions.py).
 """
 
 from __future__ import annotations
@@ -49,6 +42,11 @@ _ACCOUNT_FIELDS = (
 
 
 def refusal(exc: AclError) -> RemotingCommand:
+    """The hook's answer: NO_PERMISSION (16) with RocketMQ's AclException text as remark ("org.apache.
+    rocketmq.acl.common.AclException: No acl config for xyz"). RocketMQ 4.9.8 answers SYSTEM_ERROR (its
+    hook throws); Java clients treat both as a broker error (both are in the producer's retry codes), and
+    NO_PERMISSION says what happened.
+    """
     return RemotingCommand.response(ResponseCode.NO_PERMISSION, f"{ACL_EXCEPTION}: {exc}")
 
 
@@ -67,6 +65,12 @@ def install_hook(server: RemotingServer, validator: PlainAccessValidator) -> Non
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:
+    """UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51), UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53)
+    change plain_acl.yml and write it back; GET_BROKER_CLUSTER_ACL_INFO (52) answers the file's data
+    version; GET_BROKER_CLUSTER_ACL_CONFIG (54, 4.9.7; removed in 4.9.8) the accounts. Code 53's
+    `aclFileFullPath` may only name the broker's own file: 4.9.8 writes wherever the client says.
+    """
+
     def validator() -> PlainAccessValidator:
         if app.acl is None:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, "ACL is not enabled on this broker (aclEnable=false)")

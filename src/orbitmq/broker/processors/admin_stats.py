@@ -1,16 +1,5 @@
-"""Broker-wide stats and consume-queue cleaning for mqadmin 4.9.8's last verbs (issue 12 B.9):
-
-- GET_BROKER_CONSUME_STATS (317, `mqadmin brokerConsumeStats`): every subscription group's ConsumeStats
-  per topic (the shared builder in broker/consume_stats.py), as a ConsumeStatsList with the total diff;
-  `isOrder=true` keeps ordered topics only.
-- VIEW_BROKER_STATS_DATA (315, `mqadmin statsAll` / `exportMetrics`): one stats item's minute, hour and
-  day windows as BrokerStatsData (`statsMinute`/`statsHour`/`statsDay`, each `sum`/`tps`/`avgpt`).
-  Names served (BrokerStatsManager's): TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic), GROUP_GET_NUMS /
-  GROUP_GET_SIZE (key: topic@group), BROKER_PUT_NUMS / BROKER_GET_NUMS (key: the cluster name).
-  An item never counted answers SYSTEM_ERROR "The stats <name> <key> not exist", as RocketMQ does.
-- CLEAN_EXPIRED_CONSUMEQUEUE (306, `mqadmin cleanExpiredCQ`): destroy the consume queues whose every
-  entry points below the commit log's min offset (store API clean_expired_consume_queues); SUCCESS,
-  which mqadmin prints as "success".
+"""Broker-wide stats and consume-queue cleaning for mqadmin 4.9.8's last verbs: GET_BROKER_CONSUME_STATS,
+VIEW_BROKER_STATS_DATA and CLEAN_EXPIRED_CONSUMEQUEUE (what each answers: `register`).
 """
 
 from __future__ import annotations
@@ -59,6 +48,20 @@ def broker_stats_data(windows: tuple[Window, Window, Window], of_bytes: bool) ->
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:
+    """The handlers of codes 317, 315 and 306:
+
+    - GET_BROKER_CONSUME_STATS (317, `mqadmin brokerConsumeStats`): every subscription group's
+      ConsumeStats per topic (broker/consume_stats.py), as a ConsumeStatsList with the total diff;
+      `isOrder=true` keeps ordered topics only.
+    - VIEW_BROKER_STATS_DATA (315, `mqadmin statsAll` / `exportMetrics`): one stats item's minute, hour
+      and day windows as BrokerStatsData (`statsMinute`/`statsHour`/`statsDay`, each `sum`/`tps`/`avgpt`).
+      Names served (BrokerStatsManager's): TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic), GROUP_GET_NUMS /
+      GROUP_GET_SIZE (key: topic@group), BROKER_PUT_NUMS / BROKER_GET_NUMS (key: the cluster name). An
+      item never counted answers SYSTEM_ERROR "The stats <name> <key> not exist", as RocketMQ does.
+    - CLEAN_EXPIRED_CONSUMEQUEUE (306, `mqadmin cleanExpiredCQ`): destroy the consume queues whose every
+      entry points below the commit log's min offset; SUCCESS, which mqadmin prints as "success".
+    """
+
     async def broker_consume_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         order_only = f.opt_bool("isOrder", False)

@@ -1,19 +1,6 @@
-"""The admin requests mqadmin 4.9.8's verbs use beyond the basics in admin.py (issue 12 B.9):
-
-- QUERY_CONSUME_TIME_SPAN (303): per write queue of a topic, the store times of its first and last
-  message and of the group's consume position, and how far behind the group is (QueryConsumeTimeSpanBody).
-- CLONE_GROUP_OFFSET (314, `mqadmin cloneGroupOffset`): copy a group's committed offsets of a topic to
-  another group; unless `offline`, skipped when the source group is online without that subscription.
-- GET_ALL_PRODUCER_INFO (328, `mqadmin producer`): every producer group's connections (ProducerTableInfo).
-- DELETE_EXPIRED_COMMITLOG (329, `mqadmin deleteExpiredCommitLog`): run retention now, outside the
-  delete hour (commit-log files older than fileReservedTime, then their consume-queue and index files).
-- CLEAN_UNUSED_TOPIC (316, `mqadmin cleanUnusedTopic`): drop the consume queues of topics the broker no
-  longer has a config for.
-- QUERY_CONSUME_QUEUE (321, `mqadmin queryCq`): raw consume-queue entries of a queue (physical offset,
-  size, tags code), its min/max index and, with a group, that group's subscription.
-- GET_CONSUMER_RUNNING_INFO (307, `mqadmin consumerStatus`) and CONSUME_MESSAGE_DIRECTLY (309,
-  `mqadmin queryMsgByUniqueKey -g -d`): relayed to the consumer client named by `clientId` on the
-  connection it heartbeats on, and its answer relayed back (as RocketMQ's Broker2Client does).
+"""The admin requests mqadmin 4.9.8's rarer verbs use, beyond the basics in admin.py: consume time spans,
+offset cloning, producer lists, retention and cleaning on demand, raw consume queues, and the
+consumer-status requests relayed to a client (what each answers: `register`).
 """
 
 from __future__ import annotations
@@ -46,6 +33,24 @@ def _language(name: str) -> str:
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:
+    """The handlers of the rarer admin codes:
+
+    - QUERY_CONSUME_TIME_SPAN (303): per write queue of a topic, the store times of its first and last
+      message and of the group's consume position, and how far behind the group is.
+    - CLONE_GROUP_OFFSET (314, `mqadmin cloneGroupOffset`): copy a group's committed offsets of a topic to
+      another group; unless `offline`, skipped when the source group is online without that subscription.
+    - GET_ALL_PRODUCER_INFO (328, `mqadmin producer`): every producer group's connections.
+    - DELETE_EXPIRED_COMMITLOG (329, `mqadmin deleteExpiredCommitLog`): run retention now, outside the
+      delete hour (commit-log files older than fileReservedTime, then their consume-queue and index files).
+    - CLEAN_UNUSED_TOPIC (316, `mqadmin cleanUnusedTopic`): drop the consume queues of topics the broker no
+      longer has a config for.
+    - QUERY_CONSUME_QUEUE (321, `mqadmin queryCq`): raw consume-queue entries of a queue (physical offset,
+      size, tags code), its min/max index and, with a group, that group's subscription.
+    - GET_CONSUMER_RUNNING_INFO (307, `mqadmin consumerStatus`) and CONSUME_MESSAGE_DIRECTLY (309,
+      `mqadmin queryMsgByUniqueKey -g -d`): relayed to the consumer client named by `clientId` on the
+      connection it heartbeats on, and its answer relayed back (as RocketMQ's Broker2Client does).
+    """
+
     async def consume_time_span(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         topic, group = f.req_str("topic"), f.req_str("group")

@@ -1,9 +1,8 @@
 """What every broker processor shares: typed access to ext fields and error answers.
 
-`Fields` reads the custom header (all values strings on the wire, as decode_command stores them) and
-raises `BadRequest` naming the field, as RocketMQ's "the custom field <x> is null". `guarded` turns a
-`BadRequest` raised anywhere in a processor into the response it carries, so validation code can stop
-early with one `raise`.
+`Fields` raises `BadRequest` naming the field (RocketMQ's "the custom field <x> is null"), and
+`guarded` turns a `BadRequest` raised anywhere in a processor into its response, so validation code
+can stop early with one `raise`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Client management: HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, CHECK_CLIENT_CONFIG,
 GET_CONSUMER_CONNECTION_LIST and GET_PRODUCER_CONNECTION_LIST.
-
-A heartbeat (HeartbeatData JSON, fact sheet 4.3) registers its producer groups and consumer groups
-(with subscriptions) under the connection it came on, auto-creates the consumer groups' subscription
-config and their `%RETRY%group` topic, and answers SUCCESS with the broker's version in the response's
-`version` field (clients store it as the broker version).
 """
 
 from __future__ import annotations
@@ -60,6 +55,12 @@ def _subscriptions(raw: Any) -> list[Subscription]:
 
 
 def register(server: RemotingServer, app: BrokerContext) -> None:
+    """A heartbeat (HeartbeatData JSON, fact sheet 4.3) registers its producer groups and consumer groups
+    (with subscriptions) under the connection it came on, auto-creates the consumer groups' subscription
+    config and their `%RETRY%group` topic, and answers SUCCESS with the broker's version in the response's
+    `version` field (clients store it as the broker version).
+    """
+
     async def heart_beat(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             data = load_json(request.body_bytes())

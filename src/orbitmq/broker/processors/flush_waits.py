@@ -1,16 +1,8 @@
 """SYNC_FLUSH sends waiting for the group commit, answered by the loop once per flush round.
 
 A send under SYNC_FLUSH is acknowledged only after the fdatasync that covers its end offset returned
-(RocketMQ's GroupCommitService). Each waiting send costs the loop one deque append and one compiled
-`want()` (flush_wanted.py; a lock only to wake a sleeping flusher), and its answer is a transport
-`Later`: no coroutine, no future and no Task per message. The flusher thread announces each flushed
-offset with one `call_soon_threadsafe`; `flushed()` then answers, in arrival order, every send whose
-end it covers.
-Sends arrive on the loop thread one after another, so their end offsets ascend along the deque: an
-answer never leaves before its own flush (a smaller end queued behind a larger one only waits longer).
-
-A send not covered within `syncFlushTimeout` ms is answered FLUSH_DISK_TIMEOUT by a loop timer at the
-oldest deadline (the flusher may be stuck in fdatasync and cannot time anything out itself).
+(RocketMQ's GroupCommitService); each waiting send costs one deque append and its answer is a transport
+`Later`: no coroutine, future or Task per message.
 """
 
 from __future__ import annotations
@@ -39,6 +31,14 @@ A = TypeVar("A", bound=Answerable)
 
 
 class FlushWaits(Generic[A]):
+    """The waiting sends, oldest first. The flusher thread announces each flushed offset with one
+    `call_soon_threadsafe`; `flushed()` then answers, in arrival order, every send whose end it covers.
+    Sends arrive on the loop thread one after another, so their end offsets ascend along the deque: an
+    answer never leaves before its own flush (a smaller end queued behind a larger one only waits longer).
+    A send not covered within `syncFlushTimeout` ms is answered FLUSH_DISK_TIMEOUT by a loop timer at the
+    oldest deadline (the flusher may be stuck in fdatasync and cannot time anything out itself).
+    """
+
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,

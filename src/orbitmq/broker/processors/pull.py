@@ -1,12 +1,7 @@
 """PULL_MESSAGE: pre-checks, TAG filtering, long polling, offset commit piggyback, zero-copy bodies.
 
-Order of checks and the store-status -> response-code mapping follow fact sheet 3.4. A pull that finds
-nothing (PULL_NOT_FOUND) with FLAG_SUSPEND is held by the PullRequestHoldService and answered later by
-`answer_held_pull` (re-processed once, without suspend permission and without committing again).
-FOUND responses carry the store's memoryviews as `body_parts`: the records are never copied here.
-Every response carries suggestWhichBrokerId, nextBeginOffset, minOffset and maxOffset.
-A master answering PULL_OFFSET_MOVED also stores an OffsetMovedEvent (JSON) in topic OFFSET_MOVED_EVENT,
-tagged and keyed by the consumer group, so tools can see which consumers lost messages to retention.
+Order of checks and the store-status -> response-code mapping follow fact sheet 3.4. FOUND responses
+carry the store's memoryviews as `body_parts`: the records are never copied here.
 """
 
 from __future__ import annotations
@@ -84,6 +79,14 @@ def _pull_response(
 def process_pull(
     app: BrokerContext, conn: Connection, request: RemotingCommand, *, allow_suspend: bool
 ) -> RemotingCommand | None:
+    """The answer to one pull, or None when it is held for long polling.
+
+    A pull that finds nothing (PULL_NOT_FOUND) with FLAG_SUSPEND is held by the PullRequestHoldService and
+    answered later by `answer_held_pull` (re-processed once, without suspend permission and without
+    committing again). Every response carries suggestWhichBrokerId, nextBeginOffset, minOffset and
+    maxOffset. A master answering PULL_OFFSET_MOVED also stores an OffsetMovedEvent in topic
+    OFFSET_MOVED_EVENT, tagged and keyed by the group, so tools see which consumers lost messages.
+    """
     f = Fields(request.ext_fields)
     group = f.req_str("consumerGroup")
     topic = f.req_str("topic")

@@ -1,12 +1,7 @@
 """Request-reply (RocketMQ 4.6+): SEND_REPLY_MESSAGE (324) / SEND_REPLY_MESSAGE_V2 (325).
 
-A responder sends the reply (topic `<cluster>_REPLY_TOPIC`, properties MSG_TYPE=reply, CORRELATION_ID,
-REPLY_TO_CLIENT, TTL copied from the request). The broker finds the connection of the requesting client
-by REPLY_TO_CLIENT among its producers (the requester heartbeats as a producer) and pushes the reply to it
-with PUSH_REPLY_MESSAGE_TO_CLIENT (326), adding PUSH_REPLY_TIME; with storeReplyMessageEnable (default
-true) it also stores the reply. As in RocketMQ's ReplyMessageProcessor the answer is SUCCESS only when
-the push succeeded ("msgId" 0 unless the store also took it); a reply whose requester is gone answers
-SYSTEM_ERROR "push reply message fail, channel of <id> not found.".
+The broker pushes a responder's reply to the requesting client's connection, found by REPLY_TO_CLIENT
+among its producers (the requester heartbeats as a producer), as RocketMQ's ReplyMessageProcessor does.
 """
 
 from __future__ import annotations
@@ -58,6 +53,12 @@ def find_producer_channel(app: BrokerContext, client_id: str) -> Connection | No
 async def process_reply(
     app: BrokerContext, sender: SendProcessor, conn: Connection, request: RemotingCommand
 ) -> RemotingCommand:
+    """Push the reply (topic `<cluster>_REPLY_TOPIC`, properties MSG_TYPE=reply, CORRELATION_ID,
+    REPLY_TO_CLIENT, TTL copied from the request) with PUSH_REPLY_MESSAGE_TO_CLIENT (326), adding
+    PUSH_REPLY_TIME; with storeReplyMessageEnable (default true) also store it. SUCCESS only when the push
+    succeeded ("msgId" 0 unless the store also took it); a reply whose requester is gone answers
+    SYSTEM_ERROR "push reply message fail, channel of <id> not found.".
+    """
     try:
         header = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
     except HeaderError as exc:

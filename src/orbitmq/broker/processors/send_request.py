@@ -1,13 +1,8 @@
 """Reading a send request: the SEND_MESSAGE / SEND_MESSAGE_V2 header and the properties the broker stores.
 
-Two readers of the header give the same answer (a hypothesis test holds them together):
-- `send_header` reads every field through `Fields`, as Apache RocketMQ's Java does, with its remarks;
-- `fast_v2_header` reads the usual V2 header of our and Java's clients in one pass and returns None for
-  anything unusual (missing, "null", signs, spaces, out of range), which then goes to `send_header`.
-
-Compiled with mypyc: dict and str methods are called on their receivers (a bound method kept in a local,
-or a function alias kept in a module global, turns each call into a generic Python call there), and the
-module's constants are `Final` (a constant is then a C static, not a lookup in the module dict).
+Two readers of the header give the same answer (a hypothesis test holds them together): `send_header`
+as RocketMQ's Java reads it, with its remarks, and `fast_v2_header`, one pass over the usual header.
+Compiled with mypyc: methods are called on their receivers and constants are `Final` (C statics).
 """
 
 from __future__ import annotations
@@ -134,8 +129,10 @@ def send_header(ext: dict[str, str], n: dict[str, str]) -> SendHeader:
 
 
 def fast_v2_header(ext: dict[str, str]) -> SendHeader | None:
-    """The V2 header of a well-formed request in one pass; None if anything is missing, "null", not a
-    plain decimal or out of range, so that `send_header` reads it as Java does, with the exact remark."""
+    """The V2 header of a well-formed request in one pass (our and Java's clients write it so); None if
+    anything is missing, "null", not a plain decimal (signs, spaces) or out of range, so that
+    `send_header` reads it as Java does, with the exact remark.
+    """
     producer_group = ext.get("a")
     topic = ext.get("b")
     default_topic = ext.get("c")

@@ -1,16 +1,5 @@
-"""The broker's small periodic services, each a long-running loop owned (and cancelled) by BrokerApp.
-
-- persist: consumerOffset.json every `flushConsumerOffsetInterval` (5 s), delayOffset.json every
-  `flushDelayOffsetInterval` (10 s); both again at shutdown.
-- retention: `store.clean_expired_files()` every `retentionCheckInterval` (10 s; the store decides by
-  fileReservedTime, deleteWhen and disk usage what may go).
-- client housekeeping: producers and consumers silent for 120 s are dropped (consumer groups notified).
-- commit (only with the store's transient store pool active, RocketMQ's CommitRealTimeService):
-  `store.commit()` every `commitIntervalCommitLog` (200 ms) -- appended messages become readable and are
-  dispatched to consume queues (waking held pulls) only then. On the loop, because dispatch writes the
-  consume queues and calls the arrival listeners, which belong to the store's single writer.
-- stats: rolls the broker's moving windows (`BrokerStats.roll`, every 5 s) and samples the store's
-  counters (every second), so TPS figures are over fixed windows, not "since whoever asked last".
+"""The broker's small periodic services, each a long-running loop owned (and cancelled) by BrokerApp:
+persisting offsets, retention, client expiry, the transient pool's commit, and the stats windows.
 """
 
 from __future__ import annotations
@@ -26,6 +15,9 @@ log = logging.getLogger("orbitmq.broker")
 
 
 async def persist_loop(app: BrokerContext) -> None:
+    """consumerOffset.json every `flushConsumerOffsetInterval` (5 s), delayOffset.json every
+    `flushDelayOffsetInterval` (10 s); both again at shutdown.
+    """
     offset_period = max(app.config.flush_consumer_offset_interval, 100) / 1000
     delay_period = max(app.config.flush_delay_offset_interval, 100) / 1000
     next_delay = delay_period
@@ -45,6 +37,9 @@ async def persist_loop(app: BrokerContext) -> None:
 
 
 async def stats_loop(app: BrokerContext) -> None:
+    """Roll the broker's moving windows (`BrokerStats.roll`, every 5 s) and sample the store's
+    counters (every second), so TPS figures are over fixed windows, not "since whoever asked last".
+    """
     from orbitmq.broker.stats import ROLL_SECONDS
 
     ticks = 0
@@ -61,6 +56,9 @@ async def stats_loop(app: BrokerContext) -> None:
 
 
 async def retention_loop(app: BrokerContext) -> None:
+    """`store.clean_expired_files()` every `retentionCheckInterval` (10 s); the store decides by
+    fileReservedTime, deleteWhen and disk usage what may go.
+    """
     period = max(app.config.retention_check_interval, 100) / 1000
     while True:
         await asyncio.sleep(period)
@@ -71,6 +69,7 @@ async def retention_loop(app: BrokerContext) -> None:
 
 
 async def client_housekeeping_loop(app: BrokerContext) -> None:
+    """Producers and consumers silent for 120 s are dropped (consumer groups notified)."""
     expiry = app.config.client_channel_expired_timeout
     period = max(min(app.config.client_housekeeping_interval, expiry), 100) / 1000
     while True:
@@ -83,6 +82,11 @@ async def client_housekeeping_loop(app: BrokerContext) -> None:
 
 
 async def commit_loop(app: BrokerContext) -> None:
+    """With the store's transient store pool only (RocketMQ's CommitRealTimeService): `store.commit()`
+    every `commitIntervalCommitLog` (200 ms); appended messages become readable and are dispatched (waking
+    held pulls) only then. On the loop, because dispatch writes the consume queues and calls the arrival
+    listeners, which belong to the store's single writer.
+    """
     period = max(app.store.config.commit_interval_commit_log, 1) / 1000
     while True:
         await asyncio.sleep(period)

@@ -1,10 +1,7 @@
 """RegistrationService: REGISTER_BROKER to every nameserver at start, every 30 s (every topic), and on
 topic creation (that topic only, as RocketMQ's registerIncrementBrokerData).
 
-The body is RegisterBrokerBody in its plain JSON form: the topic table wrapped with the DataVersion
-(`{"filterServerList":[],"topicConfigSerializeWrapper":{...}}`), with `bodyCrc32` so the nameserver can
-check it. A broker without R+W permission registers every topic with its own permission, as RocketMQ
-does. At shutdown UNREGISTER_BROKER tells the nameservers at once (they would expire us after 120 s).
+At shutdown UNREGISTER_BROKER tells the nameservers at once (they would expire us after 120 s).
 """
 
 from __future__ import annotations
@@ -32,6 +29,12 @@ SLAVE_WITHOUT_MASTER_RETRY = 1.0
 
 
 class RegistrationService:
+    """The body is RegisterBrokerBody in its plain JSON form: the topic table wrapped with the DataVersion
+    (`{"filterServerList":[],"topicConfigSerializeWrapper":{...}}`), with `bodyCrc32` so the nameserver
+    can check it. A broker without R+W permission registers every topic with its own permission, as
+    RocketMQ does.
+    """
+
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.last_success: dict[str, int] = {}  # namesrv address -> ms of last successful registration

@@ -1,14 +1,5 @@
 """ReplicationService: the broker's side of master/slave replication (RocketMQ's HAService wiring plus
-SlaveSynchronize).
-
-- A master listens on the HA port (listenPort + 1, or a free port when listenPort is 0) with the
-  replication layer's HAService, wakes its streams after every append (a store arrival listener, hung
-  only while a slave is connected), and for SYNC_MASTER sends waits until a slave acknowledged the
-  message (`wait_replicated`).
-- A slave learns the master's HA address and broker address from its REGISTER_BROKER response
-  (`haServerAddr`, `masterAddr`), replicates the commit log with HAClient (the store dispatches what it
-  appends, so long polling on the slave wakes too) and copies the master's topics, consumer offsets,
-  delay offsets and subscription groups every 10 s (first after 3 s), as SlaveSynchronize does.
+SlaveSynchronize); the HA frames and streams themselves are in orbitmq.replication.
 """
 
 from __future__ import annotations
@@ -37,6 +28,18 @@ SLAVE_SYNC_FIRST = 3.0
 
 
 class ReplicationService:
+    """Both roles' sides of replication, chosen by brokerRole:
+
+    - A master listens on the HA port (listenPort + 1, or a free port when listenPort is 0) with the
+      replication layer's HAService, wakes its streams after every append (a store arrival listener, hung
+      only while a slave is connected), and for SYNC_MASTER sends waits until a slave acknowledged the
+      message (`wait_replicated`).
+    - A slave learns the master's HA address and broker address from its REGISTER_BROKER response
+      (`haServerAddr`, `masterAddr`), replicates the commit log with HAClient (the store dispatches what it
+      appends, so long polling on the slave wakes too) and copies the master's topics, consumer offsets,
+      delay offsets and subscription groups every 10 s (first after 3 s), as SlaveSynchronize does.
+    """
+
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.ha: HAService | None = None

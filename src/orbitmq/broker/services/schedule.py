@@ -1,19 +1,8 @@
 """ScheduleMessageService: delivers delayed messages (delay levels) when their time comes.
 
-A message sent with DELAY=n is stored in SCHEDULE_TOPIC_XXXX queue n-1 (the send path redirects it).
-This service walks each level's queue from the offset kept in delayOffset.json; an entry whose delivery
-time (store timestamp + the level's delay) has come is re-put to its REAL_TOPIC / REAL_QID with body,
-flag, sys flag, born host/time and reconsume times kept and the properties unchanged (DELAY, REAL_TOPIC
-and REAL_QID stay, as in RocketMQ). Queues are re-checked every 100 ms; offsets persist every 10 s and
-at shutdown (`{"offsetTable":{"1":12,...}}`, fastjson's bare int keys accepted when loading).
-
-Only a master runs it. Messages whose real topic is the transaction half topic are dropped.
-
-Poison messages never block a level: a message that can never be re-put (no or an illegal REAL_TOPIC,
-a REAL_QID that is not a queue id, a store answer that says the message itself is wrong) is skipped with
-a warning naming its offset message id and counted in `skipped` (runtime info
-`scheduleMessageSkipped`); it stays readable in SCHEDULE_TOPIC_XXXX. Only a store that cannot take any
-message now (not running, slave, disk full) makes the level wait and retry.
+A message sent with DELAY=n is stored in SCHEDULE_TOPIC_XXXX queue n-1 (the send path redirects it)
+and re-put to its REAL_TOPIC / REAL_QID when due. Only a master runs it; a poison message never blocks
+its level.
 """
 
 from __future__ import annotations
@@ -55,6 +44,20 @@ class StoreBusy(Exception):
 
 
 class ScheduleMessageService:
+    """Walks each level's queue from the offset kept in delayOffset.json; an entry whose delivery time (store
+    timestamp + the level's delay) has come is re-put to its REAL_TOPIC / REAL_QID with body, flag, sys
+    flag, born host/time and reconsume times kept and the properties unchanged (DELAY, REAL_TOPIC and
+    REAL_QID stay, as in RocketMQ). Queues are re-checked every 100 ms; offsets persist every 10 s and at
+    shutdown (`{"offsetTable":{"1":12,...}}`, fastjson's bare int keys accepted when loading). Messages
+    whose real topic is the transaction half topic are dropped.
+
+    A message that can never be re-put (no or an illegal REAL_TOPIC, a REAL_QID that is not a queue id, a
+    store answer that says the message itself is wrong) is skipped with a warning naming its offset
+    message id and counted in `skipped` (runtime info `scheduleMessageSkipped`); it stays readable in
+    SCHEDULE_TOPIC_XXXX. Only a store that cannot take any message now (not running, slave, disk full)
+    makes the level wait and retry.
+    """
+
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
         self.offsets: dict[int, int] = {}  # delay level -> next offset in queue level-1

@@ -1,9 +1,7 @@
 """TransactionalMessageCheckService: every `transactionCheckInterval` ms, one check pass over the half
 queue, then CHECK_TRANSACTION_STATE (oneway) to one live connection of each half message's producer group.
 
-A check with no live producer connection is still counted (the half message was re-appended with its
-check count raised, as RocketMQ does), so a group that never comes back ends in TRANS_CHECK_MAX_TIME_TOPIC.
-Only a master runs this service. It knows connections only through `channels_of(group)`.
+Only a master runs it; it knows connections only through `channels_of(group)`.
 """
 
 from __future__ import annotations
@@ -22,6 +20,11 @@ log = logging.getLogger("orbitmq.broker.transaction")
 
 
 class TransactionalMessageCheckService:
+    """A check with no live producer connection is still counted (the half message was re-appended with its
+    check count raised, as RocketMQ does), so a group that never comes back ends in
+    TRANS_CHECK_MAX_TIME_TOPIC.
+    """
+
     def __init__(
         self,
         service: TransactionalMessageService,

@@ -1,16 +1,7 @@
 """The records of the half-message design (fact sheet 10), built from raw commit-log bytes. Pure functions.
 
-- A half message is the producer's message parked in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 with its real
-  topic and queue in REAL_TOPIC / REAL_QID and the transaction bits of its sysFlag reset to NOT, so the
-  store treats it as an ordinary record (it gets a consume-queue entry, no consumer ever sees it).
-- Committing stores the final message: real topic and queue back, sysFlag transaction bits = COMMIT,
-  preparedTransactionOffset = the half record's physical offset, the half's properties string verbatim.
-- An op record in `RMQ_SYS_TRANS_OP_HALF_TOPIC` (tag `d`, body = the half's queue offset as decimal text)
-  marks a half message as done (committed or rolled back).
-- The check service re-appends a half message it is about to check with TRANSACTION_CHECK_TIMES + 1, and
-  sends the producer the half message re-encoded with its real topic and queue.
-
-This module works on bytes and values only; it knows nothing of the store, sockets or request codes.
+Half messages, committed messages, op records and check copies (`HalfMessage`); bytes and values only,
+nothing of the store, sockets or request codes.
 """
 
 from __future__ import annotations
@@ -47,7 +38,18 @@ def to_half(topic: str, queue_id: int, sys_flag: int, props: dict[str, str]) -> 
 
 @dataclass(slots=True)
 class HalfMessage:
-    """A half record read back from the commit log: its fixed fields, raw properties string and body."""
+    """A half record read back from the commit log: its fixed fields, raw properties string and body.
+
+    - A half message is the producer's message parked in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 with its real
+      topic and queue in REAL_TOPIC / REAL_QID and the transaction bits of its sysFlag reset to NOT, so the
+      store treats it as an ordinary record (it gets a consume-queue entry, no consumer ever sees it).
+    - Committing stores the final message: real topic and queue back, sysFlag transaction bits = COMMIT,
+      preparedTransactionOffset = the half record's physical offset, the half's properties verbatim.
+    - An op record in `RMQ_SYS_TRANS_OP_HALF_TOPIC` (tag `d`, body = the half's queue offset as decimal
+      text) marks a half message as done (committed or rolled back).
+    - The check service re-appends a half message it is about to check with TRANSACTION_CHECK_TIMES + 1,
+      and sends the producer the half message re-encoded with its real topic and queue.
+    """
 
     header: RecordHeader
     topic: str

@@ -1,20 +1,8 @@
 """TransactionalMessageService: the broker's half/op bookkeeping (RocketMQ's TransactionalMessageService
 and EndTransactionProcessor logic, fact sheet 10).
 
-- `prepare` (send path, TRAN_MSG=true) turns a message into a half message.
-- `end_transaction` (END_TRANSACTION) commits (stores the final message, then the op record) or rolls
-  back (op record only) after checking the request against the stored half record.
-- `check_once` (the check service's one pass) walks the half queue from its progress offset: half
-  messages with an op record are skipped; those checked `check_max` times (or older than the store's
-  retention) go to TRANS_CHECK_MAX_TIME_TOPIC; those older than `timeout_ms` (by born time) are
-  re-appended with TRANSACTION_CHECK_TIMES + 1 and a CHECK_TRANSACTION_STATE request is prepared for the
-  copy. The walk stops at the first message that is too young or was stored after the pass began.
-  Progress offsets are CID_RMQ_SYS_TRANS consumer offsets of the half and op queues, so they persist
-  with consumerOffset.json and reach the slave with the master's consumer offsets.
-
 Synchronous: every call runs to completion on the broker's loop, so no END_TRANSACTION can interleave
-with a check pass. It knows the store and the broker's topic/offset tables, not sockets or channels
-(`check_once` returns the requests; the check service delivers them).
+with a check pass. It knows the store and the topic/offset tables, not sockets or channels.
 """
 
 from __future__ import annotations
@@ -138,6 +126,20 @@ class CheckPass:
 
 
 class TransactionalMessageService:
+    """The half/op bookkeeping of transactional messages:
+
+    - `prepare` (send path, TRAN_MSG=true) turns a message into a half message.
+    - `end_transaction` (END_TRANSACTION) commits (stores the final message, then the op record) or rolls
+      back (op record only) after checking the request against the stored half record.
+    - `check_once` (the check service's one pass) walks the half queue from its progress offset: half
+      messages with an op record are skipped; those checked `check_max` times (or older than the store's
+      retention) go to TRANS_CHECK_MAX_TIME_TOPIC; those older than `timeout_ms` (by born time) are
+      re-appended with TRANSACTION_CHECK_TIMES + 1 and a CHECK_TRANSACTION_STATE request is prepared for
+      the copy (returned: the check service delivers it). The walk stops at the first message that is too
+      young or was stored after the pass began. Progress offsets are CID_RMQ_SYS_TRANS consumer offsets of
+      the half and op queues, so they persist with consumerOffset.json and reach the slave.
+    """
+
     def __init__(
         self,
         store: MessageStore,

@@ -1,17 +1,7 @@
 """PowerLossDisk: a FUSE mount whose unsynced writes a test can throw away, as a power cut would.
 
-    with PowerLossDisk(tmp_path / "disk") as disk:      # disk.mountpoint is a directory
-        ... run a broker with its store under disk.mountpoint, kill it ...
-        disk.power_cut()      # SIGKILL the daemon (its memory: every unsynced page), detach the mount,
-                              # mount a fresh daemon over the same backing directory
-
-After `power_cut()` the mount holds exactly what was fsync'd, fdatasync'd or msync'd (plus namespace
-changes and truncates, which are durable at once; see `volatile.py`). Processes using the old mount must
-be dead first (kill them before the cut, as the power would).
-
-Why the kernel cannot bring unsynced data back: the dead daemon's connection is aborted, so the old
-mount's dirty page cache can never be written anywhere; the new mount is a new superblock with new inodes,
-so nothing cached for the old one is visible through it.
+After `power_cut()` the mount holds exactly what was fsync'd, fdatasync'd or msync'd, plus namespace
+changes and truncates, which are durable at once (volatile.py).
 """
 
 from __future__ import annotations
@@ -58,6 +48,18 @@ def _mounted(path: Path) -> bool:
 
 
 class PowerLossDisk:
+    """A mount of `workdir`'s backing directory through a PowerLossFS daemon.
+
+        with PowerLossDisk(tmp_path / "disk") as disk:      # disk.mountpoint is a directory
+            ... run a broker with its store under disk.mountpoint, kill it ...
+            disk.power_cut()      # SIGKILL the daemon (its memory: every unsynced page), detach the mount,
+                                  # mount a fresh daemon over the same backing directory
+
+    Processes using the old mount must be dead before the cut, as the power would have them. The kernel
+    cannot bring unsynced data back: the dead daemon's connection is aborted, so the old mount's dirty
+    page cache can never be written anywhere, and the new mount is a new superblock with new inodes.
+    """
+
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
         self.backing = self.workdir / "platter"

@@ -1,12 +1,8 @@
 """PowerLossFS: the FUSE operations of a file system that keeps unsynced file data in its own memory.
 
-Run by `python -m orbitmq.testing.powerloss BACKING MOUNTPOINT` (one single-threaded daemon per mount).
-The daemon is the disk's volatile cache: killing it with SIGKILL is the power cut. The backing directory
-is the platter. See `volatile.py` for what is durable when; in short, file data (write(2) and shared-mmap
-pages the kernel writes back) reaches the backing directory only on fsync/fdatasync/msync of that file;
-namespace changes and explicit truncates are durable at once.
-
-Methods follow mfusepy's Operations protocol (duck-typed: mfusepy is untyped, so no subclassing).
+Run by `python -m orbitmq.testing.powerloss BACKING MOUNTPOINT`, one single-threaded daemon per mount:
+the daemon is the disk's volatile cache (SIGKILL is the power cut), the backing directory the platter.
+What is durable when: volatile.py.
 """
 
 from __future__ import annotations
@@ -27,6 +23,11 @@ def _fuse_error(code: int) -> OSError:
 
 
 class PowerLossFS:
+    """mfusepy's Operations protocol, duck-typed (mfusepy is untyped, so no subclassing). File data
+    reaches the backing directory only on fsync/fdatasync/msync of that file; namespace changes and
+    explicit truncates are durable at once (a `dirsync` mount).
+    """
+
     use_ns = True  # utimens gets integer nanoseconds
 
     def __init__(self, backing: str) -> None:

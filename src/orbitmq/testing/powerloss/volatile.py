@@ -1,16 +1,7 @@
 """The volatile write cache of the power-loss file system: file contents that are not yet synced.
 
-A "disk" is a backing directory. What is in it survives a power cut; what is only in a `VolatileFile`'s
-pages does not. The FUSE layer (`fs.py`) maps kernel requests onto these calls; this module has no FUSE
-in it, so its rules are plain to read:
-
-- `write` (a write(2) or a dirty mmap page written back by the kernel) lands in memory pages only; the
-  size a write extends the file to is volatile too.
-- `sync` (fsync, fdatasync, msync: the kernel sends one FUSE fsync for each) writes this file's pages
-  and size to the backing file. Nothing else ever writes file data to the backing file.
-- `truncate` (ftruncate, O_TRUNC) is metadata: applied to the backing file at once, like a journaled
-  size change. Namespace changes (create, mkdir, rename, unlink) are handled in `fs.py`, also durable at
-  once (a `dirsync` mount). So a power cut can lose data, never a file or its preallocated size.
+What is in the backing directory survives a power cut; what is only in a `VolatileFile`'s pages does
+not. No FUSE here (fs.py maps kernel requests onto these calls), so the rules are plain to read.
 """
 
 from __future__ import annotations
@@ -21,7 +12,16 @@ PAGE = 4096
 
 
 class VolatileFile:
-    """One file: the backing (durable) file plus the pages written since its last sync."""
+    """One file: the backing (durable) file plus the pages written since its last sync.
+
+    - `write` (a write(2) or a dirty mmap page written back by the kernel) lands in memory pages only; the
+      size a write extends the file to is volatile too.
+    - `sync` (fsync, fdatasync, msync: the kernel sends one FUSE fsync for each) writes this file's pages
+      and size to the backing file. Nothing else ever writes file data to the backing file.
+    - `truncate` (ftruncate, O_TRUNC) is metadata: applied to the backing file at once, like a journaled
+      size change. Namespace changes (fs.py) are durable at once too, so a power cut can lose data, never
+      a file or its preallocated size.
+    """
 
     __slots__ = ("fd", "pages", "size")
 

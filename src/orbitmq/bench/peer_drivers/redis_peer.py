@@ -1,22 +1,16 @@
 """Redis Streams as a bench peer: redis-server (appendonly yes, appendfsync everysec) driven by redis-py.
 
-W1 = XADD awaited one at a time per sender (one pooled connection per sender), W2 pipelined = a
-non-transactional pipeline of XADDs per window, W2 batch = the same with the batch size, W3/W4 =
-XREAD of up to 1,000 entries per call, blocking 100 ms when caught up; the consumer's position is the
-last entry id it read (XREAD has no server-side commit; XREADGROUP + XACK would add one round trip per
-batch). Loaded by `orbitmq bench` from this directory; the harness stops the server by PID.
+Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orbitmq.bench.driver import Driver, DriverUnavailable, OnBodies, ServerHandle, free_port, wait_for_port
+from orbitmq.bench.driver import Driver, DriverUnavailable, OnBodies, ServerHandle, launch_server
 
 NAME = "redis"
 BINARY = "redis-server"
@@ -24,40 +18,32 @@ READ_BATCH = 1000
 FIELD = b"d"
 
 
+def _argv(binary: str, port: int, data: Path) -> list[str]:
+    # redis-server cannot bind port 0 (it means "no TCP"): launch_server gives a port free a moment ago.
+    return [
+        binary,
+        "--bind", "127.0.0.1",
+        "--port", str(port),
+        "--dir", str(data),
+        "--appendonly", "yes",
+        "--appendfsync", "everysec",
+        "--save", "",
+        "--daemonize", "no",
+        "--protected-mode", "yes",
+    ]  # fmt: skip
+
+
 def start_server(workdir: Path) -> ServerHandle:
-    binary = shutil.which(BINARY)
-    if binary is None:
-        raise DriverUnavailable(f"{BINARY} not installed (bench/peers/install.sh installs it)")
-    data = workdir / "redis"
-    data.mkdir(parents=True, exist_ok=True)
-    # redis-server cannot bind port 0 (it means "no TCP"), so take a port that was free a moment ago.
-    port = free_port()
-    log = (workdir / "redis-server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--bind", "127.0.0.1",
-            "--port", str(port),
-            "--dir", str(data),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    handle = ServerHandle(NAME, f"127.0.0.1:{port}", proc, workdir)
-    try:
-        wait_for_port("127.0.0.1", port, 15, proc)
-    except Exception:
-        handle.stop()
-        raise
-    return handle
+    return launch_server(NAME, BINARY, workdir, _argv)
 
 
 class RedisDriver(Driver):
+    """W1 = XADD awaited one at a time per sender (one pooled connection per sender), W2 pipelined = a
+    non-transactional pipeline of XADDs per window, W2 batch = the same with the batch size, W3/W4 = XREAD
+    of up to 1,000 entries per call, blocking 100 ms when caught up; the consumer's position is the last
+    entry id it read (XREAD has no server-side commit; XREADGROUP + XACK would add a round trip per batch).
+    """
+
     system = NAME
 
     def __init__(self, server: ServerHandle) -> None:

@@ -1,22 +1,17 @@
 """NATS JetStream as a bench peer: a nats-server with file storage in a temp dir, driven by nats-py.
 
-W1 = js.publish (waits for the PubAck), W2 pipelined = publish_async then wait for every ack, W2 batch =
-the same (JetStream has no batch publish), W3/W4 = a durable pull consumer fetching up to 256 messages
-per request with AckPolicy.ALL, acknowledging the last message of each fetch (the equivalent of a
-committed offset). Loaded by `orbitmq bench` from this directory; the harness stops the server by PID.
+Loaded by `orbitmq bench` (orbitmq.bench.peers); the harness stops the server by PID.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orbitmq.bench.driver import Driver, DriverUnavailable, OnBodies, ServerHandle, free_port, wait_for_port
+from orbitmq.bench.driver import Driver, DriverUnavailable, OnBodies, ServerHandle, launch_server
 
 NAME = "nats"
 BINARY = "nats-server"
@@ -24,28 +19,21 @@ FETCH_BATCH = 256
 
 
 def start_server(workdir: Path) -> ServerHandle:
-    binary = shutil.which(BINARY)
-    if binary is None:
-        raise DriverUnavailable(f"{BINARY} not installed (bench/peers/install.sh installs it)")
-    store = workdir / "nats"
-    store.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log = (workdir / "nats-server.log").open("wb")
-    proc = subprocess.Popen(
-        [binary, "-js", "-sd", str(store), "-a", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    return launch_server(
+        NAME,
+        BINARY,
+        workdir,
+        lambda binary, port, store: [binary, "-js", "-sd", str(store), "-a", "127.0.0.1", "-p", str(port)],
     )
-    handle = ServerHandle(NAME, f"127.0.0.1:{port}", proc, workdir)
-    try:
-        wait_for_port("127.0.0.1", port, 15, proc)
-    except Exception:
-        handle.stop()
-        raise
-    return handle
 
 
 class NatsDriver(Driver):
+    """W1 = js.publish (waits for the PubAck), W2 pipelined = publish_async then wait for every ack, W2
+    batch = the same (JetStream has no batch publish), W3/W4 = a durable pull consumer fetching up to 256
+    messages per request with AckPolicy.ALL, acknowledging the last message of each fetch (the equivalent
+    of a committed offset).
+    """
+
     system = NAME
 
     def __init__(self, server: ServerHandle) -> None:
