@@ -86,29 +86,42 @@ def default_instance_name() -> str:
 @dataclass(slots=True)
 class ClientConfig:
     namesrv_addrs: list[str] = field(default_factory=list)
+    """The nameservers, `host:port` each; empty: NAMESRV_ADDR from the environment (namesrvAddr)."""
     instance_name: str = field(default_factory=default_instance_name)
+    """Part of the client id; consumers of one group in one process need different ones. Default:
+    pid#counter#nanotime (instanceName)."""
     client_ip: str = field(default_factory=local_ip)
+    """The address in the client id, as brokers and consumerProgress show it. Default: this host's
+    name resolved (clientIP)."""
     unit_name: str | None = None
+    """Appended to the client id when set (unitName)."""
     poll_namesrv_interval: float = 30.0
+    """Seconds between two refreshes of the routes of the topics in use (pollNameServerInterval)."""
     heartbeat_interval: float = 30.0
+    """Seconds between two heartbeats to every broker (heartbeatBrokerInterval)."""
     persist_offset_interval: float = 5.0
+    """Seconds between two commits of consumed offsets to the brokers (persistConsumerOffsetInterval)."""
     rebalance_interval: float = 20.0
-    api_timeout: float = 3.0  # mqClientApiTimeout: heartbeat, route fetch, unregister, consumer ids
-    # ACL credentials: every request is signed (AclClientRPCHook) when access_key is set.
+    """Seconds between two rebalances of the consumers' queues, besides the rebalance when a group
+    changes (rocketmq.client.rebalance.waitInterval)."""
+    api_timeout: float = 3.0
+    """Seconds a heartbeat, route query, unregistration or consumer-id query may take
+    (mqClientApiTimeout)."""
     access_key: str | None = None
+    """ACL account: every request is signed (AclClientRPCHook) when set (accessKey)."""
     secret_key: str | None = None
+    """The ACL account's secret key (secretKey)."""
     security_token: str | None = None
-    # TLS to name servers and brokers: True (no server verification, as RocketMQ's default
-    # tls.client.authServer=false) or a TlsClientSettings.
+    """An ACL security token sent with every signed request (securityToken)."""
     tls: bool | TlsClientSettings = False
-    # orbitmq's own: the most µs the client's loop keeps polling after each request instead of sleeping
-    # until the answer; the window adapts to how soon answers come, and is 0 while they come later than
-    # this (transport/busy_poll.py). 0 = never poll.
+    """TLS to nameservers and brokers: True (no server verification, RocketMQ's default
+    tls.client.authServer=false) or a TlsClientSettings (useTLS)."""
     busy_poll_us: float = 200.0
-    # orbitmq's own: seconds one of the blocking Producer's own sockets (client/direct_send.py) may sit
-    # idle; an older one is closed and opened anew before use. Keep it under the broker's
-    # serverChannelMaxIdleTimeSeconds (120 s), after which the broker closes an idle connection.
+    """orbitmq's own: the most microseconds the client's loop keeps polling after each request instead
+    of sleeping until the answer; the window adapts to how soon answers come. 0 = never poll."""
     direct_socket_max_idle: float = 60.0
+    """orbitmq's own: seconds one of the blocking Producer's own sockets may sit idle before it is
+    opened anew; keep it under the broker's serverChannelMaxIdleTimeSeconds (120 s)."""
 
     def __post_init__(self) -> None:
         if not self.direct_socket_max_idle > 0:  # (also refuses NaN)

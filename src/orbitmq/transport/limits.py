@@ -1,20 +1,5 @@
-"""ServerLimits: the bounds one client cannot push a server past (each a namesrv.conf / broker.conf key).
-
-- `serverMaxFrameSize`: a frame longer than this closes the connection (RocketMQ: 16 MiB,
-  com.rocketmq.remoting.frameMaxLength).
-- `serverMaxHeaderSize`: a header longer than this closes the connection before it is buffered.
-- `serverMaxExtFields`: more ext fields than this closes the connection (decode cost stays small).
-- `serverMaxConnections`: connections beyond this are closed as soon as they are accepted.
-- `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
-  flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot of
-  the per-code limit.
-- `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
-  when a chunk holds several requests; the rest waits for the next turn, so a connection packing costly
-  requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait behind it.
-- `serverMaxUnsupportedLogged`: (request code, client) pairs remembered so that an unsupported request
-  is logged at INFO once per pair; past it new pairs are logged at DEBUG only, so a client cycling
-  through codes cannot grow the set without bound.
-"""
+"""ServerLimits: the bounds one client cannot push a server past, each a namesrv.conf / broker.conf key
+(the property name is "server" + the field in camelCase: serverMaxFrameSize, ...)."""
 
 from __future__ import annotations
 
@@ -44,12 +29,23 @@ LIMIT_KEYS = {
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    """Bytes of the longest frame; a longer one closes the connection (RocketMQ: 16 MiB, the
+    com.rocketmq.remoting.frameMaxLength property)."""
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    """Bytes of the longest request header; a longer one closes the connection before it is buffered."""
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    """The most ext fields of one request; more close the connection (decoding stays cheap)."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Connections at once; more are closed as soon as they are accepted."""
     max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
+    """Requests of one connection still being processed (held pulls, flush or replication waits); one
+    more is answered SYSTEM_BUSY, so one client cannot take every slot."""
     turn_budget_millis: int = DEFAULT_TURN_BUDGET_MILLIS
+    """Milliseconds of request handling one connection gets per event-loop turn when a read holds
+    several requests; the rest waits a turn, so other connections are not kept waiting behind it."""
     max_unsupported_logged: int = DEFAULT_MAX_UNSUPPORTED_LOGGED
+    """(request code, client) pairs remembered so an unsupported request is logged at INFO once per
+    pair; past it new pairs are logged at DEBUG, so the set cannot grow without bound."""
 
     @classmethod
     def from_config(cls, config: object) -> ServerLimits:

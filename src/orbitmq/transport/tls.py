@@ -1,19 +1,5 @@
-"""TLS settings under RocketMQ's names (TlsSystemConfig) and the ssl contexts built from them.
-
-Server (namesrv.conf / broker.conf):
-- `tls.server.mode`: `disabled` (plain only), `permissive` (one port, TLS and plain: the first byte
-  of a TLS connection is a handshake record, 0x16, which no remoting frame starts with below 352 MB),
-  `enforcing` (TLS only). orbitmq defaults to `disabled`: RocketMQ's default `permissive` relies on a
-  throwaway self-signed certificate ("test mode"), which orbitmq does not invent.
-- `tls.server.certPath`, `tls.server.keyPath`, `tls.server.keyPassword`: the server's certificate;
-- `tls.server.need.client.auth`: `none`, `optional` or `require` (client certificates, verified
-  against `tls.server.trustCertPath`).
-Client (`tls.enable=true`, or `tls=True` on orbitmq's clients):
-- `tls.client.authServer`: verify the server's certificate against `tls.client.trustCertPath`
-  (RocketMQ does not check host names, nor does this);
-- `tls.client.certPath`, `tls.client.keyPath`, `tls.client.keyPassword`: the client's certificate for
-  servers that need one.
-"""
+"""TLS settings under RocketMQ's names (TlsSystemConfig: tls.server.*, tls.enable, tls.client.*) and
+the ssl contexts built from them. Each field's docstring says what its key does."""
 
 from __future__ import annotations
 
@@ -43,11 +29,20 @@ def _opt(props: Mapping[str, str], key: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class TlsServerSettings:
     mode: TlsMode = TlsMode.DISABLED
+    """disabled (plain only), permissive (one port for TLS and plain: a TLS connection's first byte is
+    0x16, which no remoting frame starts with below 352 MB) or enforcing (TLS only). RocketMQ's default
+    permissive relies on a throwaway self-signed certificate, which orbitmq does not invent."""
     cert_path: str | None = None
+    """The server's certificate (PEM); needed unless the mode is disabled."""
     key_path: str | None = None
+    """The server certificate's private key (PEM); needed unless the mode is disabled."""
     key_password: str | None = None
+    """The private key's password, when it is encrypted."""
     trust_cert_path: str | None = None
-    need_client_auth: str = "none"  # none | optional | require
+    """The CA certificates client certificates are verified against (need.client.auth optional or
+    require)."""
+    need_client_auth: str = "none"
+    """none, optional or require: whether clients must show a certificate."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TlsServerSettings:
@@ -90,11 +85,18 @@ class TlsServerSettings:
 @dataclass(frozen=True, slots=True)
 class TlsClientSettings:
     enable: bool = False
+    """Connect with TLS (orbitmq's clients: `tls=True` or a TlsClientSettings)."""
     auth_server: bool = False
+    """Verify the server's certificate against trustCertPath (host names are not checked, as in
+    RocketMQ)."""
     trust_cert_path: str | None = None
+    """The CA certificates server certificates are verified against; the system's when unset."""
     cert_path: str | None = None
+    """The client's own certificate, for servers that require one."""
     key_path: str | None = None
+    """The client certificate's private key."""
     key_password: str | None = None
+    """The private key's password, when it is encrypted."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TlsClientSettings:
