@@ -47,21 +47,17 @@ class ConsumerOffsetManager:
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.table.get(self.key(topic, group), {}))
 
+    def _topic_groups(self) -> list[tuple[str, str]]:
+        """(topic, group) of every table key."""
+        return [
+            (topic, group) for topic, _, group in (k.rpartition(TOPIC_GROUP_SEPARATOR) for k in self.table)
+        ]
+
     def topics_of_group(self, group: str) -> set[str]:
-        out: set[str] = set()
-        for key in self.table:
-            topic, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if g == group:
-                out.add(topic)
-        return out
+        return {topic for topic, g in self._topic_groups() if g == group}
 
     def groups_of_topic(self, topic: str) -> set[str]:
-        out: set[str] = set()
-        for key in self.table:
-            t, _, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if t == topic:
-                out.add(group)
-        return out
+        return {group for t, group in self._topic_groups() if t == topic}
 
     def remove_group(self, group: str) -> None:
         for key in [k for k in self.table if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:
