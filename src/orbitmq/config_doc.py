@@ -1,9 +1,8 @@
 """docs/configuration.md from the config classes: `python -m orbitmq.config_doc > docs/configuration.md`.
 
-Each setting is a field of a registered class (`SECTIONS`, the one list to edit); its description is the
-field's attribute docstring (the string literal right after it), read with `ast`, so the code is the one
-source. tests/unit/test_configuration_doc.py fails when a setting has no description, two, or when the
-committed page differs from this output.
+Each setting is a field of a class in `SECTIONS` (the one list to edit); its description is the
+attribute docstring after the field, read with `ast`. tests/unit/test_configuration_doc.py fails when a
+setting has no description or two, or when the committed page differs from this output.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""`orbitmq serve`: a NameServer and a Broker in one process, the quick start.
-
-    orbitmq serve [--port 9876] [--broker-port 10911] [--store DIR] [--flush-disk-type ASYNC_FLUSH]
-                  [-c broker.conf] [--brokers N]
-
-`--brokers N` (N > 1) runs N broker processes beside the nameserver instead (serve_brokers.py).
-
-Both listen on 127.0.0.1. `--port 0` picks free ports for both (unless --broker-port is given). The
-store lives in --store, else $ORBITMQ_HOME/store, else ~/.orbitmq/store. The first stdout lines are
-`namesrv listening on ...` and `broker NAME listening on ...` (flushed). Ctrl-C or SIGTERM stops both
-cleanly (the broker first, so it can unregister).
-
-`--metrics-port PORT` (or metricsPort in the conf; 0 = a free port) serves the broker's and the
-nameserver's Prometheus series on one endpoint, `--console-port PORT` the web console; each prints its
-`metrics listening on URL` / `console listening on URL` line after the two above (console/embedded.py).
+"""`orbitmq serve`: a NameServer and a Broker in one process on 127.0.0.1, the quick start (`--brokers N`:
+N broker processes beside the nameserver, serve_brokers.py). The broker port follows --port
+(10911 + 10 x (port - 9876)) where that gives a usable pair, else a free one; the store is --store,
+$ORBITMQ_HOME/store or ~/.orbitmq/store. Start-up, announce lines and exit codes: transport/startup.py;
+--metrics-port and --console-port run the ops endpoints beside them (console/embedded.py).
 """
 
 from __future__ import annotations

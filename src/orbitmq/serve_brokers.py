@@ -1,17 +1,8 @@
-"""`orbitmq serve --brokers N` (N > 1): one NameServer process and N broker processes.
-
-One Python process runs on one core at a time, so a single broker cannot use a second core. RocketMQ
-runs several broker groups on one host for the same reason; so does this: broker `i` (1..N) is a child
-process `orbitmq broker` named `<brokerName>-<i>`, with its own store `<storePathRootDir>/<name>` and
-port (`listenPort + 10*(i-1)`, or a free port with 0; +10 leaves room for its HA port), all in one
-cluster and registered to this process's NameServer. Clients spread a topic's queues over the brokers by
-route, as with any multi-broker RocketMQ cluster (create topics on every broker, e.g.
-`orbitmq admin updateTopic -c CLUSTER`).
-
-This process runs only the NameServer, so route queries keep being answered when the brokers saturate
-their cores. stdout: `namesrv listening on ...`, then each `broker NAME listening on ...` (flushed). On
-SIGTERM/SIGINT, or when a broker exits on its own, every broker gets SIGTERM (then SIGKILL after 30 s)
-and the NameServer stops last.
+"""`orbitmq serve --brokers N` (N > 1): this process runs the NameServer, N child processes `orbitmq
+broker` run `<brokerName>-1..N` (own store subdirectory, port listenPort + 10 x (i - 1) or free) in one
+cluster, so the brokers use N cores while route queries keep being answered. stdout: `namesrv listening
+on ...`, then each broker's line. On a stop signal, or when a broker exits, every broker gets SIGTERM
+(SIGKILL after 30 s) and the NameServer stops last.
 """
 
 from __future__ import annotations

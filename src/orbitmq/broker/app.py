@@ -1,12 +1,7 @@
-"""BrokerApp: the broker's composition root (RocketMQ's BrokerController).
-
-Owns the remoting server, the message store, the broker's tables (topics, subscription groups,
-consumer offsets, client registries, orderly locks), the long-polling hold service, the schedule
-(delay level) service and every background task. `start()` binds the port first (listenPort=0 picks a
-free one), then opens the store with the real `brokerIP1:port` as store host, loads the config files,
-starts the services and registers with every nameserver. `stop()` shuts down in the order that loses
-nothing: answer held pulls, stop accepting, cancel and await the services, unregister, persist every
-table, shut the store down (which removes `abort`).
+"""BrokerApp: the broker's composition root (RocketMQ's BrokerController): server, store, tables,
+services. `start()` binds the port first, then opens the store with the real `brokerIP1:port` as store
+host, loads the config files, starts the services and registers; `stop()` loses nothing: held pulls
+answered, accepting stopped, services awaited, unregistered, tables persisted, store shut down.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """ConsumerOffsetManager: committed consume offsets per `topic@group` and queue (consumerOffset.json).
 
-The table is in memory; the broker persists it every `flushConsumerOffsetInterval` (5 s) and at
-shutdown. The file's inner keys are queue ids: Java writes them bare (`{0:12}`), we write standard JSON
-(`{"0":12}`), which Java also reads; both load here.
-
-This module knows nothing of sockets or request codes.
+Kept in memory, persisted every flushConsumerOffsetInterval and at shutdown. The file's queue-id keys
+are written as standard JSON (`{"0":12}`), which Java reads too; Java's bare `{0:12}` loads as well.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""`orbitmq broker`: run a Broker from a RocketMQ broker.conf until SIGTERM/SIGINT.
-
-    orbitmq broker -c broker.conf [-n "ns1:9876;ns2:9876"] [--port PORT] [--store DIR]
-
-The first stdout line is `broker NAME listening on IP:PORT` (transport/startup.py: the start-up all
-server commands share). listenPort=0 picks a free port.
+"""`orbitmq broker -c broker.conf [-n "ns1:9876;ns2:9876"] [--port PORT] [--store DIR]`: run a Broker
+until SIGTERM/SIGINT. The first stdout line is `broker NAME listening on IP:PORT` (transport/startup.py,
+the start-up all server commands share); listenPort=0 picks a free port.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The broker's Prometheus collector: reads BrokerStats, the store and the tables at scrape time.
-
-Nothing is updated per message for Prometheus: every value below is computed from the counters the
-broker keeps anyway (broker/stats.py, the dispatcher's per-code route stats, the store's runtime info),
-so a scrape, GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the same numbers. Names follow
-rocketmq-exporter where it has one (so its Grafana dashboards mostly work); orbitmq_* are our own. The
-mapping is documented in docs/operations.md.
-
-Imported only when `metricsPort` is set (prometheus_client stays out of a plain broker's start-up).
+"""The broker's Prometheus collector: computed at scrape time from what the broker counts anyway
+(broker/stats.py, the dispatcher's route stats, the store's runtime info), so a scrape and the admin
+requests agree and nothing is counted per message for Prometheus. Names follow rocketmq-exporter where
+it has one (docs/operations.md). Imported only when metricsPort is set.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""`orbitmq namesrv`: run a NameServer until SIGTERM/SIGINT.
-
-    orbitmq namesrv [--port PORT] [-c namesrv.conf] [--kv-config-path PATH] [--host HOST]
-
-Settings come from the conf file (RocketMQ property names), then the flags; port 0 picks a free port.
-The first stdout line is `namesrv listening on HOST:PORT` (transport/startup.py: the start-up all
-server commands share).
+"""`orbitmq namesrv [--port PORT] [-c namesrv.conf] [--kv-config-path PATH] [--host HOST]`: run a
+NameServer until SIGTERM/SIGINT. Settings come from the conf file, then the flags (port 0 picks a free
+one). The first stdout line is `namesrv listening on HOST:PORT` (transport/startup.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The one start-up of the server commands (`orbitmq broker`, `orbitmq namesrv`, `orbitmq serve`).
-
-Each command says how it builds its config and what it starts; this module does the rest alike: logging,
-the ops-extra check before anything starts, servers stopped in the reverse order of their start, the
-`... listening on ...` lines on stdout that tools and orbitmq.testing read, the wait for SIGTERM/SIGINT,
-and every failure as one line on stderr (exit code 2: bad settings; 1: the store or a port).
+"""The one start-up of the server commands (`orbitmq broker`, `orbitmq namesrv`, `orbitmq serve`):
+logging, the ops-extra check before anything starts, services stopped in the reverse order of their
+start, the `... listening on ...` lines on stdout that tools and orbitmq.testing read, the wait for
+SIGTERM/SIGINT, and each failure as one line on stderr (exit code 2: bad settings; 1: store or port).
 """
 
 from __future__ import annotations
