@@ -7,6 +7,7 @@ SIGTERM/SIGINT, and each failure as one line on stderr (exit code 2: bad setting
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import errno
 import importlib
@@ -96,7 +97,14 @@ class Startup:
 
     def __init__(self) -> None:
         self.announce: list[str] = []
+        self.exit_code = 0
         self._stack = contextlib.AsyncExitStack()
+        self._stop = asyncio.Event()
+
+    def stop(self, exit_code: int) -> None:
+        """Stop the process as a stop signal would, then exit with `exit_code` (e.g. a child died)."""
+        self.exit_code = exit_code
+        self._stop.set()
 
     async def start(self, service: S, bind: tuple[str, str, int, str] | None = None) -> S:
         """Start `service`; with `bind` = (what, host, port, flag), a port that cannot be bound is a
@@ -122,24 +130,25 @@ class Startup:
         self.on_stop(metrics.stop)
         self.announce.append(f"metrics listening on {metrics.url}")
 
-    async def serve(self, start: Callable[[Startup], Awaitable[None]]) -> None:
-        """Run `start(self)`, announce, wait for the stop signal, then stop everything in reverse."""
+    async def serve(self, start: Callable[[Startup], Awaitable[None]]) -> int:
+        """Run `start(self)`, announce, wait for the stop signal (or `stop()`), then stop everything in
+        reverse; the exit code."""
         async with self._stack:
             await start(self)
-            await loop.wait_for_stop_signal(self.announce)
+            await loop.wait_for_stop_signal(self.announce, self._stop)
+        return self.exit_code
 
 
 def run_server(prog: str, start: Callable[[Startup], Awaitable[None]]) -> int:
     """Run a server process until its stop signal; the exit code, every failure one line on stderr."""
     try:
-        loop.run(Startup().serve(start))
+        return loop.run(Startup().serve(start))
     except (OSError, StoreError, ListenError) as exc:  # the store or a port: what to fix, no traceback
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     except (ValueError, OrbitError) as exc:  # found at start: the ACL file, TLS settings
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    return 0
 
 
 def read_settings(prog: str, build: Callable[[], T]) -> T | None:
