@@ -238,7 +238,16 @@ class Setting:
 
 
 def attribute_docs(cls: type) -> dict[str, tuple[ast.AnnAssign, str | None]]:
-    """Field name -> (its annotated assignment, the string literal right after it or None)."""
+    """Field name -> (its annotated assignment, the string literal right after it or None), inherited
+    fields included (a subclass that declares a field again describes it anew)."""
+    found: dict[str, tuple[ast.AnnAssign, str | None]] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            found.update(_own_attribute_docs(klass))
+    return found
+
+
+def _own_attribute_docs(cls: type) -> dict[str, tuple[ast.AnnAssign, str | None]]:
     tree = ast.parse(inspect.getsource(inspect.getmodule(cls) or cls))
     node = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None)
     if node is None:

@@ -68,6 +68,12 @@ class _SameKey:
     """The same key again, in the same file."""
 
 
+@dataclass
+class _Derived(_Undescribed):
+    undescribed: int = 4
+    """Described where the subclass declares it again."""
+
+
 def _section(*classes: type) -> Section:
     return Section(
         "probe",
@@ -83,6 +89,17 @@ def test_checker_finds_a_missing_and_a_doubled_description() -> None:
     assert any("undescribed: no description" in p for p in found), found
     assert any("described: described twice (_Undescribed.described, _SameKey.described)" in p for p in found)
     assert problems([_section(_SameKey)]) == []  # positive control
+
+
+def test_inherited_fields_keep_their_docstrings() -> None:
+    """Option classes derive from shared ones (the consumers' options): a field declared in a base
+    class is described by the base's docstring, one declared again by its own."""
+    assert problems([_section(_Derived)]) == []
+    docs = {s.attr: s.doc for s in settings([_section(_Derived)])}
+    assert docs == {
+        "described": "A described setting.",
+        "undescribed": "Described where the subclass declares it again.",
+    }
 
 
 def test_a_key_described_elsewhere_in_the_same_file_is_fine_once() -> None:

@@ -85,43 +85,41 @@ def default_instance_name() -> str:
 
 @dataclass(slots=True)
 class ClientConfig:
+    """The settings one ClientInstance (its producers and consumers) shares."""
+
     namesrv_addrs: list[str] = field(default_factory=list)
-    """The nameservers, `host:port` each; empty: NAMESRV_ADDR from the environment (namesrvAddr)."""
+    """Nameserver addresses, host:port; empty: NAMESRV_ADDR from the environment (namesrvAddr)."""
     instance_name: str = field(default_factory=default_instance_name)
-    """Part of the client id; consumers of one group in one process need different ones. Default:
-    pid#counter#nanotime (instanceName)."""
+    """Part of the client id; unique per process by default (instanceName)."""
     client_ip: str = field(default_factory=local_ip)
-    """The address in the client id, as brokers and consumerProgress show it. Default: this host's
-    name resolved (clientIP)."""
+    """This host's address in the client id (clientIP)."""
     unit_name: str | None = None
     """Appended to the client id when set (unitName)."""
     poll_namesrv_interval: float = 30.0
-    """Seconds between two refreshes of the routes of the topics in use (pollNameServerInterval)."""
+    """Seconds between route refreshes from the nameserver (pollNameServerInterval)."""
     heartbeat_interval: float = 30.0
-    """Seconds between two heartbeats to every broker (heartbeatBrokerInterval)."""
+    """Seconds between heartbeats to every broker (heartbeatBrokerInterval)."""
     persist_offset_interval: float = 5.0
-    """Seconds between two commits of consumed offsets to the brokers (persistConsumerOffsetInterval)."""
+    """Seconds between commits of consumer offsets (persistConsumerOffsetInterval)."""
     rebalance_interval: float = 20.0
-    """Seconds between two rebalances of the consumers' queues, besides the rebalance when a group
-    changes (rocketmq.client.rebalance.waitInterval)."""
+    """Seconds between rebalances of the consumers' queues (rebalance service interval)."""
     api_timeout: float = 3.0
-    """Seconds a heartbeat, route query, unregistration or consumer-id query may take
-    (mqClientApiTimeout)."""
+    """Seconds for heartbeats, route fetches, unregistering and consumer lists (mqClientApiTimeout)."""
     access_key: str | None = None
-    """ACL account: every request is signed (AclClientRPCHook) when set (accessKey)."""
+    """ACL access key: when set, every request is signed (AclClientRPCHook)."""
     secret_key: str | None = None
-    """The ACL account's secret key (secretKey)."""
+    """ACL secret key, signing the requests."""
     security_token: str | None = None
-    """An ACL security token sent with every signed request (securityToken)."""
+    """ACL security token, sent with signed requests when set."""
     tls: bool | TlsClientSettings = False
-    """TLS to nameservers and brokers: True (no server verification, RocketMQ's default
-    tls.client.authServer=false) or a TlsClientSettings (useTLS)."""
+    """TLS to nameservers and brokers: True (no server verification, as RocketMQ's default
+    tls.client.authServer=false) or a TlsClientSettings."""
     busy_poll_us: float = 200.0
-    """orbitmq's own: the most microseconds the client's loop keeps polling after each request instead
-    of sleeping until the answer; the window adapts to how soon answers come. 0 = never poll."""
+    """orbitmq's own: the most microseconds the client keeps polling for an answer instead of sleeping;
+    the window adapts to how soon answers come (transport/busy_poll.py). 0: never poll."""
     direct_socket_max_idle: float = 60.0
-    """orbitmq's own: seconds one of the blocking Producer's own sockets may sit idle before it is
-    opened anew; keep it under the broker's serverChannelMaxIdleTimeSeconds (120 s)."""
+    """orbitmq's own: seconds one of the blocking Producer's own sockets may rest before it is replaced;
+    keep it under the broker's serverChannelMaxIdleTimeSeconds (120 s)."""
 
     def __post_init__(self) -> None:
         if not self.direct_socket_max_idle > 0:  # (also refuses NaN)
