@@ -2,7 +2,7 @@
 N broker processes beside the nameserver, serve_brokers.py). The broker port follows --port
 (10911 + 10 x (port - 9876)) where that gives a usable pair, else a free one; the store is --store,
 $ORBITMQ_HOME/store or ~/.orbitmq/store. Start-up, announce lines and exit codes: transport/startup.py;
---metrics-port and --console-port run the ops endpoints beside them (console/embedded.py).
+--metrics-port serves both servers' Prometheus series on one endpoint, --console-port the web console.
 """
 
 from __future__ import annotations
@@ -197,19 +197,18 @@ async def start_both(run: Startup, args: argparse.Namespace, broker_config: Brok
         f"namesrv listening on {namesrv.address}",
         f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
     ]
-    if broker_config.metrics_port >= 0 or args.console_port is not None:
-        from orbitmq.console.embedded import OpsEndpoints
+    if broker_config.metrics_port >= 0:  # one endpoint for both servers' series
+        from orbitmq.broker.metrics import BrokerCollector
+        from orbitmq.namesrv.metrics import NamesrvCollector
 
-        ops = OpsEndpoints()
-        run.on_stop(ops.stop)
-        await ops.start(
-            broker=broker,
-            namesrv=namesrv,
-            host=HOST,
-            metrics_port=broker_config.metrics_port,
-            console_port=args.console_port,
-        )
-        run.announce += ops.announce
+        collectors = [BrokerCollector(broker), NamesrvCollector(namesrv)]
+        await run.start_metrics(collectors, HOST, broker_config.metrics_port)
+    if args.console_port is not None:
+        from orbitmq.console.app import start_console
+
+        console, url = await start_console(namesrv.address, HOST, args.console_port)
+        run.on_stop(console.cleanup)
+        run.announce.append(f"console listening on {url}")
 
 
 def sign_with_an_admin_account(config: BrokerConfig) -> None:
