@@ -108,3 +108,11 @@ def test_a_key_described_elsewhere_in_the_same_file_is_fine_once() -> None:
     broker_keys = {s.key for s in settings() if s.cls.__name__ == "BrokerConfig" and s.doc}
     assert "storePathRootDir" in broker_keys and "storePathRootDir" not in store_keys
     assert not store_keys & broker_keys
+
+
+def test_every_row_has_the_headers_five_cells() -> None:
+    """Pipes inside a cell (`str | None`, PUB|SUB) are escaped, so no row splits into more cells."""
+    rows = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    assert rows
+    for row in rows:
+        assert len(re.findall(r"(?<!\\)\|", row)) == 6, row
