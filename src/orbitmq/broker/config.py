@@ -109,7 +109,7 @@ class BrokerConfig:
     flush_delay_offset_interval: int = 10000
     """Milliseconds between two saves of the delay levels' progress (delayOffset.json)."""
     default_query_max_num: int = 32
-    """The most messages a query by key returns when the request names no limit."""
+    """The most messages a query by unique key (message id) returns, whatever the request asks."""
     broker_permission: int = 6
     """The broker's own permission bits: 6 read and write, 4 read only, 2 write only."""
     default_topic_queue_nums: int = 8
