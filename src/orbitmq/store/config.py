@@ -162,12 +162,11 @@ class StoreConfig:
     """Buffers of mappedFileSizeCommitLog bytes each in the transient store pool."""
     fast_fail_if_no_buffer_in_store_pool: bool = False
     """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
+    # System properties in RocketMQ 4.x (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
     disk_space_clean_forcibly_ratio: float = 0.85
-    """Disk usage (0-1) above which files are deleted even unexpired (RocketMQ: the system property
-    rocketmq.broker.diskSpaceCleanForciblyRatio)."""
+    """Above it segments go even if not expired; a full disk is writable again below it (0.85 or 85)."""
     disk_space_warning_level_ratio: float = 0.90
-    """Disk usage (0-1) above which the store refuses writes until usage drops (RocketMQ: the system
-    property rocketmq.broker.diskSpaceWarningLevelRatio)."""
+    """Above it, or when a new commit-log segment would go above it, writes are refused (0.90 or 90)."""
 
     # ---- derived values -------------------------------------------------------------------------
     @property

@@ -1,5 +1,8 @@
-"""ServerLimits: the bounds one client cannot push a server past, each a namesrv.conf / broker.conf key
-(the property name is "server" + the field in camelCase: serverMaxFrameSize, ...)."""
+"""ServerLimits: the bounds one client cannot push a server past, each a namesrv.conf / broker.conf key.
+
+A server shared by many clients must stay up for all of them when one sends huge frames, opens
+endless connections or packs costly requests: every bound closes or refuses only that client's part.
+"""
 
 from __future__ import annotations
 

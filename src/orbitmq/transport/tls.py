@@ -1,5 +1,9 @@
-"""TLS settings under RocketMQ's names (TlsSystemConfig: tls.server.*, tls.enable, tls.client.*) and
-the ssl contexts built from them. Each field's docstring says what its key does."""
+"""TLS settings under RocketMQ's names (TlsSystemConfig) and the ssl contexts built from them.
+
+The `tls.*` keys of namesrv.conf / broker.conf (`TlsServerSettings`) and of the clients
+(`TlsClientSettings`, `tls.enable=true` or `tls=True`), so a RocketMQ deployment's TLS files work as
+they are. RocketMQ does not check host names, nor does this.
+"""
 
 from __future__ import annotations
 
