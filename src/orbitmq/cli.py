@@ -21,6 +21,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "console": ("orbitmq.console.main", "serve the web console (cluster, topics, groups, lag, messages)"),
     "bench": ("orbitmq.bench.cli", "benchmark orbitmq (or any RocketMQ 4.x cluster) and its peers"),
 }
+# Verbs that cannot run without the ops extra: checked before the verb's module loads.
+NEEDS_OPS = frozenset({"console"})
 
 
 def usage() -> str:
@@ -29,6 +31,7 @@ def usage() -> str:
         f"orbitmq {__version__}: a RocketMQ-compatible message queue in Python",
         "",
         "usage: orbitmq VERB [options]   (orbitmq VERB --help for a verb's options)",
+        "       orbitmq --version        (the version and whether the compiled modules run)",
         "",
         "verbs:",
     ]
@@ -51,6 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if entry is None:
         print(f"orbitmq: unknown verb {verb!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    if verb in NEEDS_OPS:
+        from orbitmq.transport.startup import require_ops_extra
+
+        try:
+            require_ops_extra(f"the {verb}")
+        except ValueError as exc:
+            print(f"orbitmq {verb}: {exc}", file=sys.stderr)
+            return 2
     module = importlib.import_module(entry[0])
     result: int = module.main(rest)
     return result

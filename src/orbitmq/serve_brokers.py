@@ -1,17 +1,8 @@
-"""`orbitmq serve --brokers N` (N > 1): one NameServer process and N broker processes.
-
-One Python process runs on one core at a time, so a single broker cannot use a second core. RocketMQ
-runs several broker groups on one host for the same reason; so does this: broker `i` (1..N) is a child
-process `orbitmq broker` named `<brokerName>-<i>`, with its own store `<storePathRootDir>/<name>` and
-port (`listenPort + 10*(i-1)`, or a free port with 0; +10 leaves room for its HA port), all in one
-cluster and registered to this process's NameServer. Clients spread a topic's queues over the brokers by
-route, as with any multi-broker RocketMQ cluster (create topics on every broker, e.g.
-`orbitmq admin updateTopic -c CLUSTER`).
-
-This process runs only the NameServer, so route queries keep being answered when the brokers saturate
-their cores. stdout: `namesrv listening on ...`, then each `broker NAME listening on ...` (flushed). On
-SIGTERM/SIGINT, or when a broker exits on its own, every broker gets SIGTERM (then SIGKILL after 30 s)
-and the NameServer stops last.
+"""`orbitmq serve --brokers N` (N > 1): this process runs the NameServer, N child processes `orbitmq
+broker` run `<brokerName>-1..N` (own store subdirectory, port listenPort + 10 x (i - 1) or free) in one
+cluster, so the brokers use N cores while route queries keep being answered. stdout: `namesrv listening
+on ...`, then each broker's line. On a stop signal, or when a broker exits, every broker gets SIGTERM
+(SIGKILL after 30 s) and the NameServer stops last.
 """
 
 from __future__ import annotations
@@ -27,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.transport.startup import Startup, run_server
 
 log = logging.getLogger("orbitmq.serve")
 
+HOST = "127.0.0.1"
 PORT_STEP = 10
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -130,57 +123,53 @@ async def _stop_child(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-async def serve_brokers(count: int, namesrv_port: int, props: dict[str, str], log_level: str) -> int:
-    """Run the NameServer here and `count` brokers as children until a stop signal; returns the exit
-    code (1 if a broker exited on its own)."""
+async def start_brokers(
+    run: Startup, count: int, namesrv_port: int, props: dict[str, str], log_level: str
+) -> None:
+    """Start the NameServer here and `count` brokers as children; a broker that exits on its own stops
+    the others and the process, with exit code 1."""
     from orbitmq.namesrv.app import NamesrvApp
     from orbitmq.namesrv.config import NamesrvConfig
-    from orbitmq.transport.loop import STOP_SIGNALS
 
     root = Path(BrokerConfig.from_properties(props).store_path_root_dir)
     namesrv_config = NamesrvConfig()
     namesrv_config.listen_port = namesrv_port
     namesrv_config.kv_config_path = str(root.parent / "namesrv" / "kvConfig.json")
-    namesrv = NamesrvApp(namesrv_config, host="127.0.0.1")
-    await namesrv.start()
-    running = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in STOP_SIGNALS:
-        running.add_signal_handler(sig, stop.set)
+    namesrv = await run.start(
+        NamesrvApp(namesrv_config, host=HOST), ("nameserver", HOST, namesrv_port, "--port")
+    )
     children: list[asyncio.subprocess.Process] = []
-    tasks: list[asyncio.Task[object]] = []
-    code = 0
-    try:
-        started = [
-            _start_child(_conf_for(root, props, i, namesrv.address), log_level) for i in range(1, count + 1)
-        ]
-        results = await asyncio.gather(*started, return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        children = [r[0] for r in results if not isinstance(r, BaseException)]
-        if failures:
-            raise failures[0]
-        print(f"namesrv listening on {namesrv.address}", flush=True)
-        for result in results:
-            assert not isinstance(result, BaseException)
-            print(result[1], flush=True)
-        tasks = [running.create_task(_relay(p)) for p in children]
-        tasks += [running.create_task(p.wait()) for p in children]
-        stopper = running.create_task(stop.wait())
-        done, _ = await asyncio.wait([stopper, *tasks[len(children) :]], return_when=asyncio.FIRST_COMPLETED)
-        if stopper not in done:
-            died = [p for p in children if p.returncode is not None]
-            log.error("broker pid %d exited with %s: stopping", died[0].pid, died[0].returncode)
-            code = 1
-        stopper.cancel()
-    finally:
-        for sig in STOP_SIGNALS:
-            running.remove_signal_handler(sig)
-        await asyncio.gather(*(_stop_child(p) for p in children))
-        for task in tasks:
+    tasks: list[asyncio.Task[None]] = []
+
+    async def stop_children() -> None:
+        for task in tasks:  # first: a child stopped now must not count as one that died
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await namesrv.stop()
-    return code
+        await asyncio.gather(*(_stop_child(p) for p in children))
+
+    run.on_stop(stop_children)
+    started = [
+        _start_child(_conf_for(root, props, i, namesrv.address), log_level) for i in range(1, count + 1)
+    ]
+    results = await asyncio.gather(*started, return_exceptions=True)
+    lines: list[str] = []
+    for result in results:
+        if not isinstance(result, BaseException):
+            children.append(result[0])
+            lines.append(result[1])
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        raise failures[0]
+    run.announce += [f"namesrv listening on {namesrv.address}", *lines]
+    running = asyncio.get_running_loop()
+    tasks += [running.create_task(_relay(p)) for p in children]
+    tasks += [running.create_task(_watch(run, p)) for p in children]
+
+
+async def _watch(run: Startup, proc: asyncio.subprocess.Process) -> None:
+    code = await proc.wait()
+    log.error("broker pid %d exited with %s: stopping", proc.pid, code)
+    run.stop(1)
 
 
 def _conf_for(root: Path, props: dict[str, str], index: int, namesrv_addr: str) -> Path:
@@ -191,11 +180,5 @@ def _conf_for(root: Path, props: dict[str, str], index: int, namesrv_addr: str) 
 
 
 def main(count: int, namesrv_port: int, props: dict[str, str], log_level: str) -> int:
-    from orbitmq.transport import loop
-
     os.makedirs(BrokerConfig.from_properties(props).store_path_root_dir, exist_ok=True)
-    try:
-        return loop.run(serve_brokers(count, namesrv_port, props, log_level))
-    except OSError as exc:
-        print(f"orbitmq serve: {exc}", file=sys.stderr)
-        return 1
+    return run_server("orbitmq serve", lambda run: start_brokers(run, count, namesrv_port, props, log_level))

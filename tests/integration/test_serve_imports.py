@@ -22,10 +22,10 @@ from orbitmq.transport import loop
 
 announce = loop.wait_for_stop_signal
 
-async def recording(lines):
+async def recording(lines, *rest):
     with open(sys.argv[1], "w") as out:
         out.write("\\n".join(sorted(sys.modules)))
-    return await announce(lines)
+    return await announce(lines, *rest)
 
 loop.wait_for_stop_signal = recording
 from orbitmq.cli import main

@@ -62,13 +62,23 @@ def free_namesrv_port_with_free_derived_ports() -> tuple[int, int]:
 def test_derived_broker_port_rule() -> None:
     assert derived_broker_port(9876) == 10911
     assert derived_broker_port(9877) == 10921
+    assert derived_broker_port(15338) == 65531  # the last nameserver port the rule serves
     assert derived_broker_port(0) == 0
-    with pytest.raises(ValueError, match="--broker-port"):
-        derived_broker_port(20000)
+    for outside in (15339, 20000, 41793, 65535, 8000, 1):  # past 65534, or below 1024: a free port
+        assert derived_broker_port(outside) == 0
 
 
-def test_second_instance_on_another_port_moves_its_broker(tmp_path: Path) -> None:
-    port, broker = free_namesrv_port_with_free_derived_ports()
+def free_port_above(low: int) -> int:
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randint(low, 65000)
+        if is_free(port):
+            return port
+    raise RuntimeError(f"no free port above {low}")
+
+
+def serve_on(port: int, tmp_path: Path) -> tuple[int, str]:
+    """Run `orbitmq serve --port PORT` until it listens, stop it: the broker port and stderr."""
     server = start_process(
         "serve",
         ["--port", str(port), "--store", str(tmp_path / "store")],
@@ -79,16 +89,33 @@ def test_second_instance_on_another_port_moves_its_broker(tmp_path: Path) -> Non
     )
     try:
         assert server.namesrv_addr == f"{HOST}:{port}"
-        assert server.broker_addr == f"{HOST}:{broker}"
+        broker_port = int(server.broker_addr.rpartition(":")[2])
     finally:
         assert server.stop() == 0
-    err = server.stderr_path.read_text()
+    return broker_port, server.stderr_path.read_text()
+
+
+def test_any_nameserver_port_works_and_says_which_broker_port_it_took(tmp_path: Path) -> None:
+    port = free_port_above(15339)
+    broker_port, err = serve_on(port, tmp_path)
+    assert 0 < broker_port < 65536 and broker_port != port
+    assert f"the broker takes a free port: --port {port} gives {10911 + 10 * (port - 9876)}" in err
+    assert "--broker-port" in err
+
+
+def test_port_out_of_range_is_refused_by_the_flag(tmp_path: Path) -> None:
+    done = run_cli("serve", "--port", "70000", "--store", str(tmp_path / "s"), cwd=tmp_path)
+    assert done.returncode == 2 and "70000 is not a port (0-65535" in done.stderr, done.stderr
+
+
+def test_second_instance_on_another_port_moves_its_broker(tmp_path: Path) -> None:
+    port, broker = free_namesrv_port_with_free_derived_ports()
+    broker_port, err = serve_on(port, tmp_path)
+    assert broker_port == broker
     assert f"broker port {broker} follows --port {port}" in err and "--broker-port" in err
 
 
-def test_unusable_derived_port_and_busy_broker_port_name_the_flag(tmp_path: Path) -> None:
-    done = run_cli("serve", "--port", "20000", "--store", str(tmp_path / "s1"), cwd=tmp_path)
-    assert_one_line_error(done, 2, "--port 20000", "--broker-port")
+def test_busy_ports_name_the_flag(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind((HOST, 0))
         busy.listen()
@@ -97,6 +124,13 @@ def test_unusable_derived_port_and_busy_broker_port_name_the_flag(tmp_path: Path
             "serve", "--port", "0", "--broker-port", str(taken), "--store", str(tmp_path / "s2"), cwd=tmp_path
         )
     assert_one_line_error(done, 1, f"broker port {taken} is already in use", "--broker-port")
+    with socket.socket() as busy:
+        busy.bind((HOST, 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        for command in (["serve", "--broker-port", "0", "--store", str(tmp_path / "s3")], ["namesrv"]):
+            done = run_cli(*command, "--port", str(taken), cwd=tmp_path)
+            assert_one_line_error(done, 1, f"nameserver port {taken} is already in use", "--port")
 
 
 def test_store_in_use_names_the_store_and_the_holder(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ LEVELS: list[set[str]] = [
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing
     {"spark"},
     {"bench"},  # measures everything below it, the Spark connector included
-    {"cli", "serve", "serve_brokers", "__main__", "__init__"},
+    {"cli", "serve", "serve_brokers", "config_doc", "__main__", "__init__"},
 ]
 # The entry points (top level) may use each other; every other level's components are independent.
 TOP_LEVEL = len(LEVELS) - 1

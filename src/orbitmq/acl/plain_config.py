@@ -24,13 +24,24 @@ class PlainAccount:
     """One account as the file spells it (kept verbatim for writing back) and compiled."""
 
     access_key: str
+    """The account's name, which clients sign with; longer than 6 characters."""
     secret_key: str
+    """The key signatures are made with; longer than 6 characters."""
     white_remote_address: str | None = None
+    """Client addresses (e.g. 192.168.0.*, 10.0.1-3.*) from which this account's requests pass without
+    signature or permission checks."""
     admin: bool = False
+    """May update topics and groups, broker and ACL settings (and, on an ACL nameserver, write)."""
     default_topic_perm: str | None = None
+    """What the account may do on topics topicPerms does not name: DENY, PUB, SUB or PUB|SUB; unset:
+    DENY."""
     default_group_perm: str | None = None
+    """What the account may do on groups groupPerms does not name: DENY, PUB, SUB or PUB|SUB; unset:
+    DENY."""
     topic_perms: list[str] = field(default_factory=list)
+    """Per-topic permissions, each `topic=PERM` (e.g. topicA=DENY, topicB=PUB|SUB)."""
     group_perms: list[str] = field(default_factory=list)
+    """Per-group permissions, each `group=PERM` (e.g. groupA=SUB)."""
     # compiled
     white: Matcher = field(default=lambda _a: False, repr=False)
     default_topic: int = DENY
@@ -102,6 +113,8 @@ class PlainAclConfig:
     """
 
     global_white_addresses: list[str] = field(default_factory=list)
+    """Client addresses from which every request passes without any ACL check (patterns as
+    whiteRemoteAddress)."""
     accounts: dict[str, PlainAccount] = field(default_factory=dict)
     counter: int = 0
     timestamp: int = 0

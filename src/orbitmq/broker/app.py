@@ -1,12 +1,7 @@
-"""BrokerApp: the broker's composition root (RocketMQ's BrokerController).
-
-Owns the remoting server, the message store, the broker's tables (topics, subscription groups,
-consumer offsets, client registries, orderly locks), the long-polling hold service, the schedule
-(delay level) service and every background task. `start()` binds the port first (listenPort=0 picks a
-free one), then opens the store with the real `brokerIP1:port` as store host, loads the config files,
-starts the services and registers with every nameserver. `stop()` shuts down in the order that loses
-nothing: answer held pulls, stop accepting, cancel and await the services, unregister, persist every
-table, shut the store down (which removes `abort`).
+"""BrokerApp: the broker's composition root (RocketMQ's BrokerController): server, store, tables,
+services. `start()` binds the port first, then opens the store with the real `brokerIP1:port` as store
+host, loads the config files, starts the services and registers; `stop()` loses nothing: held pulls
+answered, accepting stopped, services awaited, unregistered, tables persisted, store shut down.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from typing import Any
 
 from orbitmq.acl import PlainAccessValidator
 from orbitmq.broker.client_registry import ClientChannelInfo, ConsumerRegistry, ProducerRegistry
-from orbitmq.broker.config import BrokerConfig, parse_delay_levels
+from orbitmq.broker.config import BrokerConfig, check_minimums, parse_delay_levels
 from orbitmq.broker.config_writer import ConfigWriter
 from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
 from orbitmq.broker.locks import RebalanceLockManager
@@ -52,25 +47,6 @@ log = logging.getLogger("orbitmq.broker")
 BROKER_VERSION_DESC = "V4_9_7"
 
 
-def _check_store_bounds(config: BrokerConfig) -> None:
-    """The store's in-memory bounds (and the other orbitmq keys with a floor) are refused at
-    construction, as the server limits are."""
-    for key, value, least in (
-        ("recordTailCacheMaxEntries", config.record_tail_cache_max_entries, 1),
-        ("tagsCodeCacheMaxEntries", config.tags_code_cache_max_entries, 1),
-        ("indexDeferMaxEntries", config.index_defer_max_entries, 1),
-        ("indexDeferMillis", config.index_defer_millis, 0),
-        ("indexTopicPrefixCacheMaxEntries", config.index_topic_prefix_cache_max_entries, 1),
-        ("validNameCacheMaxEntries", config.valid_name_cache_max_entries, 1),
-        ("mallocMmapThreshold", config.malloc_mmap_threshold, 0),
-        ("mallocTrimThreshold", config.malloc_trim_threshold, 0),
-        ("serverBusyPollMicros", config.server_busy_poll_micros, 0),
-        ("sendGatherMinRequests", config.send_gather_min_requests, 0),
-    ):
-        if value < least:
-            raise ValueError(f"{key} must be at least {least}, not {value}")
-
-
 class BrokerApp:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
         # Set before start() to watch store recovery (a progress bar); None logs every 10 % / 5 s.
@@ -92,7 +68,7 @@ class BrokerApp:
         self.consumers = ConsumerRegistry(self._consumer_ids_changed)
         self.stats = BrokerStats(clock)
         self.locks = RebalanceLockManager(max_live_ms=config.rebalance_lock_max_live_time, clock=clock)
-        _check_store_bounds(config)
+        check_minimums(config)
         self.server = RemotingServer(
             config.broker_ip1,
             config.listen_port,

@@ -1,12 +1,8 @@
-"""Who is connected: producer groups and consumer groups, each member keyed by its connection.
+"""Who is connected: producer and consumer groups, each member keyed by its connection (opaque here).
 
-Heartbeats (HEART_BEAT) register or refresh members; UNREGISTER_CLIENT, a closed connection or 120 s
-without a heartbeat (`scan_expired`) removes them. A consumer group also holds its subscriptions. The
-`on_consumer_ids_changed` callback fires whenever a consumer group's membership changes, so the broker
-can send NOTIFY_CONSUMER_IDS_CHANGED to the remaining members.
-
-Connections are opaque here (anything hashable with a `remote_address`); this module knows nothing of
-sockets or request codes.
+HEART_BEAT registers or refreshes a member; UNREGISTER_CLIENT, a closed connection or an expired
+heartbeat (`scan_expired`) removes it. A consumer group also holds its subscriptions, and
+`on_consumer_ids_changed` fires when its membership changes (NOTIFY_CONSUMER_IDS_CHANGED).
 """
 
 from __future__ import annotations

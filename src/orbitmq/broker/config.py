@@ -1,31 +1,8 @@
 """BrokerConfig: a RocketMQ `broker.conf` read into typed fields, with RocketMQ 4.9.7's defaults.
 
-Property names are RocketMQ's camelCase names (brokerClusterName, namesrvAddr, listenPort, brokerIP1,
-storePathRootDir, flushDiskType, ...), so an existing broker.conf works unchanged. Unknown keys are kept
-(`extra`) and reported back by GET_BROKER_CONFIG; the store reads its own keys from `properties()` via
-`StoreConfig.from_properties`.
-
-A few keys are orbitmq's own (RocketMQ hard-codes these values): `clientChannelExpiredTimeout` (120 s
-heartbeat expiry), `rebalanceLockMaxLiveTime` (60 s orderly lock expiry; a JVM property in RocketMQ),
-`clientHousekeepingInterval` (10 s), `retentionCheckInterval` (10 s, RocketMQ's cleanResourceInterval),
-the per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`, `serverMaxExtFields`,
-`serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`,
-`serverMaxUnsupportedLogged` (see transport/limits.py), and the store's in-memory bounds the broker
-applies at start: `recordTailCacheMaxEntries` (4096 record-tail layouts cached by (topic, properties)
-length, message/record_layout.py), `tagsCodeCacheMaxEntries` (4096 tags' consume-queue codes, tags of
-at most 256 characters, message/hashing.py), `indexDeferMaxEntries` (256 deferred key-index entries
-before they are written at once), `indexDeferMillis` (10 ms, the most the first deferred entry waits),
-`indexTopicPrefixCacheMaxEntries` (10,000 topics' key-index prefix hashes, store/key_index.py) and
-`validNameCacheMaxEntries` (65,536 topic and as many group names already found valid,
-message/validation.py); and glibc's heap thresholds `mallocMmapThreshold` (32 MiB) and
-`mallocTrimThreshold` (64 MiB), so that batch frames of megabytes reuse heap memory instead of faulting
-in fresh pages (common/malloc_tuning.py; 0 leaves the C library's default); and `serverBusyPollMicros`
-(0, off): the most µs the loop keeps polling after an answer instead of sleeping, the window adapting to
-how soon the next request comes (transport/busy_poll.py);
-`sendGatherMinRequests` (8; 0 = never): a turn of at least that many received requests writes its plain
-sends' records with one vectored write (store/commit_log.py, write_pending).
-
-This module knows nothing of sockets, the store or request codes.
+Keys are RocketMQ's camelCase names, so an existing broker.conf works unchanged; each field's docstring
+says what it does (docs/configuration.md lists them). Unknown keys are kept (`extra`); the store reads
+its own keys from `properties()`. This module knows nothing of sockets, the store or request codes.
 """
 
 from __future__ import annotations
@@ -50,7 +27,7 @@ from orbitmq.protocol.config_values import (
     parse_value,
     unknown_key_warning,
 )
-from orbitmq.protocol.properties_text import rewrite_properties_text
+from orbitmq.protocol.properties_text import decode_properties_text, rewrite_properties_text
 from orbitmq.protocol.rocketmq_config_keys import BROKER_KEYS, NETTY_SERVER_KEYS
 from orbitmq.store.config import STORE_KINDS
 
@@ -79,76 +56,144 @@ def _default_broker_name() -> str:
 
 @dataclass(slots=True)
 class BrokerConfig:
+    """The broker's settings. Keys the store reads too (storePathRootDir, flushDiskType, ...) are
+    described here; the store's own in store/config.py; serverMax* in transport/limits.py."""
+
     broker_cluster_name: str = "DefaultCluster"
+    """The cluster this broker belongs to: nameservers group brokers by it, admin verbs take it (-c)."""
     broker_name: str = field(default_factory=_default_broker_name)
+    """The broker group's name, shared by a master and its slaves. Default: this host's name
+    (`orbitmq serve`: broker-a)."""
     broker_id: int = 0
+    """0 for a master (masters are always 0); 1 or more for a slave."""
     namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    """The nameservers to register with, `host:port` separated by `;`. Default: the NAMESRV_ADDR
+    environment variable."""
     listen_port: int = 10911
+    """The port clients and other servers connect to; 0 picks a free one (the `listening on` line
+    names it)."""
     broker_ip1: str = "127.0.0.1"
+    """The address the broker listens on and registers with the nameservers: clients connect to it."""
     broker_ip2: str = "127.0.0.1"
+    """The address a master gives its slaves for replication (its HA port)."""
     ha_listen_port: int = 10912
+    """The master's port slaves replicate from: always listenPort + 1, as RocketMQ's start-up sets it
+    (a free port when listenPort is 0)."""
     store_path_root_dir: str = field(default_factory=lambda: str(Path.home() / "store"))
+    """The store's directory: commitlog/, consumequeue/, index/, config/, checkpoint. Default: ~/store
+    (`orbitmq serve`: $ORBITMQ_HOME/store or ~/.orbitmq/store)."""
     store_path_commit_log: str | None = None
+    """The commit log's directory, when not <storePathRootDir>/commitlog."""
     flush_disk_type: str = "ASYNC_FLUSH"
+    """ASYNC_FLUSH: a send is answered once its message is in the page cache, flushed to disk within
+    flushIntervalCommitLog ms; SYNC_FLUSH: only once it is on disk (group commit)."""
     broker_role: str = "ASYNC_MASTER"
+    """ASYNC_MASTER (answers before slaves have the message), SYNC_MASTER (answers once a slave has it,
+    within slaveTimeout) or SLAVE (replicates from its master, refuses sends)."""
     sync_flush_timeout: int = 5000
+    """Milliseconds a SYNC_FLUSH send waits for the disk before it is answered FLUSH_DISK_TIMEOUT (the
+    message is stored either way)."""
     file_reserved_time: int = 72
+    """Hours a commit-log file is kept after its last write before retention deletes it."""
     delete_when: str = "04"
+    """The hours of day (`;`-separated, e.g. 04;16) at which expired files are deleted."""
     mapped_file_size_commit_log: int = 1073741824
+    """Bytes of one commit-log file (segment); fixed once a store holds data."""
     mapped_file_size_consume_queue: int = 6000000
+    """Bytes of one consume-queue file (rounded up to whole 20-byte entries); fixed once written."""
     max_message_size: int = 4194304
+    """The largest message (body and properties) the broker stores, in bytes; larger sends are refused."""
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    """The delay of each delay level (1, 2, ...) of scheduled messages: space-separated durations with
+    unit s, m, h or d."""
     flush_delay_offset_interval: int = 10000
+    """Milliseconds between two saves of the delay levels' progress (delayOffset.json)."""
     default_query_max_num: int = 32
+    """The most messages a query by unique key (message id) returns, whatever the request asks."""
     broker_permission: int = 6
+    """The broker's own permission bits: 6 read and write, 4 read only, 2 write only."""
     default_topic_queue_nums: int = 8
+    """Queues of the TBW102 template topic, the most a topic created at its first send can get."""
     auto_create_topic_enable: bool = True
+    """Create an unknown topic at its first send (from the TBW102 template), as RocketMQ does."""
     cluster_topic_enable: bool = True
+    """Keep a topic named after the cluster, readable and writable (false: only inheritable)."""
     broker_topic_enable: bool = True
+    """Keep a topic named after the broker, readable and writable (false: only inheritable)."""
     auto_create_subscription_group: bool = True
+    """Create an unknown consumer group's subscription settings at its first request."""
     msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    """The message-trace topic created when traceTopicEnable=true."""
     trace_topic_enable: bool = False
+    """Create the message-trace topic (msgTraceTopicName) at start."""
     flush_consumer_offset_interval: int = 5000
+    """Milliseconds between two saves of the consumer offsets (consumerOffset.json)."""
     long_polling_enable: bool = True
+    """Hold a pull that finds no message until one arrives or the consumer's suspend time passes;
+    false: hold it shortPollingTimeMills."""
     short_polling_time_mills: int = 1000
+    """Milliseconds an empty pull is held when longPollingEnable=false."""
     notify_consumer_ids_changed_enable: bool = True
+    """Tell a group's consumers when one joins or leaves, so they rebalance at once."""
     region_id: str = "DefaultRegion"
+    """The region written into every stored message (MSG_REGION) and send answer."""
     trace_on: bool = True
-    # orbitmq's own `metricsPort`: the Prometheus endpoint (-1 off, 0 a free port), bound to brokerIP1.
+    """The TRACE_ON flag of send answers: whether clients may send traces of this broker's messages."""
     metrics_port: int = -1
+    """The Prometheus endpoint's port on brokerIP1 (-1 off, 0 a free port); needs the ops extra."""
     register_name_server_period: int = 30000
+    """Milliseconds between two registrations with every nameserver (held between 10 and 60 s)."""
     register_broker_timeout_mills: int = 6000
+    """Milliseconds one registration with a nameserver may take."""
     force_register: bool = True
+    """Accepted for RocketMQ's broker.conf; orbitmq registers in full every period either way."""
     compressed_register: bool = False
+    """Accepted for RocketMQ's broker.conf; orbitmq registers uncompressed (it reads both)."""
     slave_read_enable: bool = False
+    """Let consumers read from a slave when the master finds their reads fall far behind (out of
+    memory): the pull answer then suggests the slave."""
     enable_property_filter: bool = False
+    """Accept SQL92 subscriptions and filter pulls with them (property filtering)."""
     reject_transaction_message: bool = False
+    """Refuse transactional (half) messages."""
     transaction_time_out: int = 6000
+    """Milliseconds a half message waits for its commit or rollback before the broker asks the
+    producer (check-back)."""
     transaction_check_max: int = 15
+    """Check-backs of one half message before it is discarded."""
     transaction_check_interval: int = 60000
+    """Milliseconds between two rounds of check-backs."""
     store_reply_message_enable: bool = True
+    """Store request-reply replies in the commit log too, besides pushing them to the requester."""
     acl_enable: bool = False
-    # The file the broker was started with (-c); UPDATE_BROKER_CONFIG writes accepted changes back to it.
+    """Check every request against aclFile's accounts (ACL signatures, RocketMQ's AclClientRPCHook)."""
     broker_config_path: str | None = None
-    # Keys UPDATE_BROKER_CONFIG refuses (4.9.8's configBlackList, ';'-separated). RocketMQ's default
-    # is "configBlackList;brokerConfigPath"; orbitmq adds the paths it would otherwise write back to
-    # the file, so a remote request can never move the store or the config elsewhere.
+    """The file the broker was started with (-c): UPDATE_BROKER_CONFIG writes accepted changes back to
+    it. Set by the command line."""
     config_black_list: str = (
         "configBlackList;brokerConfigPath;rocketmqHome;storePathRootDir;storePathCommitLog"
     )
-    # plain_acl.yml; relative paths (and the default) are resolved beside broker.conf (`from_file`).
+    """Keys UPDATE_BROKER_CONFIG refuses, `;`-separated. orbitmq adds the store paths to RocketMQ's
+    list, so a remote request can never move the store or the config file."""
     acl_file: str = "plain_acl.yml"
-    # Credentials the broker signs its nameserver requests with (a nameserver with aclEnable=true
-    # refuses unsigned REGISTER_BROKER); orbitmq's names, as the client's AccessKey/SecretKey fields.
+    """The ACL file (plain_acl.yml); a relative path is relative to broker.conf's directory."""
     access_key: str | None = None
+    """orbitmq's own: the account the broker signs its nameserver requests with, for a nameserver with
+    aclEnable=true (`orbitmq serve` picks an admin account of aclFile when unset)."""
     secret_key: str | None = None
-    # orbitmq's own knobs (constants or JVM properties in RocketMQ), configurable so tests can be short.
+    """orbitmq's own: accessKey's secret (GET_BROKER_CONFIG shows it masked)."""
     client_channel_expired_timeout: int = 120000
+    """orbitmq's own: milliseconds without a heartbeat after which a producer or consumer is
+    forgotten (RocketMQ: 120 s, fixed)."""
     client_housekeeping_interval: int = 10000
+    """orbitmq's own: milliseconds between two scans for expired clients (RocketMQ: 10 s, fixed)."""
     rebalance_lock_max_live_time: int = 60000
+    """orbitmq's own: milliseconds an orderly consumer's queue lock lasts without renewal (RocketMQ: a
+    JVM property)."""
     retention_check_interval: int = 10000
-    filter_expression_max_depth: int = 100  # nesting bound of a SQL92 selector (protocol/sql92.py)
-    # Bounded work per request (transport/limits.py; orbitmq's own keys).
+    """orbitmq's own: milliseconds between two retention checks (RocketMQ's cleanResourceInterval)."""
+    filter_expression_max_depth: int = 100
+    """orbitmq's own: the deepest nesting a SQL92 subscription may have."""
     server_max_frame_size: int = 16 * 1024 * 1024
     server_max_header_size: int = 512 * 1024
     server_max_ext_fields: int = 1024
@@ -156,32 +201,38 @@ class BrokerConfig:
     server_max_inflight_per_connection: int = 4096
     server_turn_budget_millis: int = 5
     server_max_unsupported_logged: int = 4096
-    # A connection without traffic for this long is closed (RocketMQ's NettyServerConfig key); 0 = never.
     server_channel_max_idle_time_seconds: int = 120
-    # The most µs the broker's loop keeps polling after an answer instead of sleeping; the window adapts
-    # to how soon requests come (transport/busy_poll.py). 0 = off: the server's cores are the operator's.
+    """Seconds a connection may go without traffic before the broker closes it; 0 = never."""
     server_busy_poll_micros: int = 0
-    # A turn of at least this many received requests (one read of a pipelining connection) writes its
-    # plain sends' records with one vectored write before their answers leave, instead of copying each
-    # into the commit log's mapping; 0 = never (store/message_store.py, gather_writes_between_answers).
+    """orbitmq's own: the most microseconds the loop keeps polling after an answer instead of
+    sleeping, the window adapting to how soon requests come; 0 = off (the cores are the operator's)."""
     send_gather_min_requests: int = 8
-    # The store's in-memory bounds (orbitmq's own keys; applied when the broker starts).
+    """orbitmq's own: a turn of at least this many received requests (one read of a pipelining
+    connection) writes its plain sends' records with one vectored write before their answers leave;
+    0 = never."""
     record_tail_cache_max_entries: int = 4096
+    """orbitmq's own: record-tail layouts cached by (topic, properties) length."""
     tags_code_cache_max_entries: int = 4096
+    """orbitmq's own: tags whose consume-queue code is cached (tags of at most 256 characters)."""
     index_defer_max_entries: int = 256
+    """orbitmq's own: key-index entries deferred and then written at once."""
     index_defer_millis: int = 10
+    """orbitmq's own: the most milliseconds the first deferred key-index entry waits."""
     index_topic_prefix_cache_max_entries: int = 10000
+    """orbitmq's own: topics whose key-index prefix hash is cached."""
     valid_name_cache_max_entries: int = 65536
-    # The C heap (orbitmq's own keys; glibc only, process-wide, applied when the broker starts; 0 leaves
-    # the C library's default): buffers up to this size come from the heap, not one mmap each ...
+    """orbitmq's own: topic names, and as many group names, remembered as valid."""
     malloc_mmap_threshold: int = 32 * 1024 * 1024
-    # ... and this much free heap is kept before it is given back (common/malloc_tuning.py).
+    """orbitmq's own (glibc, process-wide): buffers up to this many bytes come from the heap rather
+    than one mmap each, so megabyte batch frames reuse memory; 0 keeps the C library's default."""
     malloc_trim_threshold: int = 64 * 1024 * 1024
-    # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
+    """orbitmq's own (glibc, process-wide): free heap bytes kept before they are given back to the
+    system; 0 keeps the C library's default."""
     extra: dict[str, str] = field(default_factory=dict)
+    # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
+    generation: int = field(default=0, init=False, repr=False, compare=False)
     # Not a property: counts assignments to the other fields (see __setattr__), so that a reader keeping
     # values of the config (the send processor, per send) knows when to read them again.
-    generation: int = field(default=0, init=False, repr=False, compare=False)
 
     if not TYPE_CHECKING:  # (hidden from mypy, which would otherwise accept any attribute name)
 
@@ -319,8 +370,36 @@ _KINDS = {
         (_camel(f.name), f) for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_PROPERTIES
     )
 }
+# The least value of orbitmq's keys that have one; less is refused when the broker is built.
+MINIMUMS: Final = {
+    "recordTailCacheMaxEntries": 1,
+    "tagsCodeCacheMaxEntries": 1,
+    "indexDeferMaxEntries": 1,
+    "indexDeferMillis": 0,
+    "indexTopicPrefixCacheMaxEntries": 1,
+    "validNameCacheMaxEntries": 1,
+    "mallocMmapThreshold": 0,
+    "mallocTrimThreshold": 0,
+    "serverBusyPollMicros": 0,
+    "sendGatherMinRequests": 0,
+}
+
+
+def check_minimums(config: BrokerConfig) -> None:
+    """Refuse a value under its key's minimum (MINIMUMS), naming the key."""
+    for key, least in MINIMUMS.items():
+        value = getattr(config, _BY_CAMEL[key])
+        if value < least:
+            raise ValueError(f"{key} must be at least {least}, not {value}")
+
+
 # Never shown by GET_BROKER_CONFIG.
 SECRET_KEYS = frozenset({"secretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
+
+
+def broker_key(attr: str) -> str | None:
+    """The broker.conf key of a field, None for a field that is not a setting."""
+    return None if attr in _NOT_PROPERTIES else _camel(attr)
 
 
 def known_broker_keys() -> set[str]:
@@ -330,69 +409,8 @@ def known_broker_keys() -> set[str]:
 
 # ---------------------------------------------------------------------------------- properties text
 def parse_properties_text(text: str) -> dict[str, str]:
-    """Java `Properties.load` subset: `key=value`, `key: value` or `key value`; `#`/`!` comments;
-    a trailing backslash continues a line; common escapes (\\t \\n \\\\ \\= \\:)."""
-    out: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.lstrip() if pending else raw.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if _ends_with_continuation(line):
-            pending = line[:-1]
-            continue
-        pending = ""
-        key, value = _split_key_value(line)
-        if key:
-            out[key] = value
-    if pending:
-        key, value = _split_key_value(pending)
-        if key:
-            out[key] = value
-    return out
-
-
-def _ends_with_continuation(line: str) -> bool:
-    backslashes = len(line) - len(line.rstrip("\\"))
-    return backslashes % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    i = 0
-    key_chars: list[str] = []
-    while i < len(line):
-        c = line[i]
-        if c == "\\" and i + 1 < len(line):
-            key_chars.append(_unescape_char(line[i + 1]))
-            i += 2
-            continue
-        if c in "=: \t":
-            break
-        key_chars.append(c)
-        i += 1
-    rest = line[i:].lstrip(" \t")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t")
-    return "".join(key_chars), _unescape(rest)
-
-
-def _unescape_char(c: str) -> str:
-    return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c)
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        if s[i] == "\\" and i + 1 < len(s):
-            out.append(_unescape_char(s[i + 1]))
-            i += 2
-        else:
-            out.append(s[i])
-            i += 1
-    return "".join(out)
+    """broker.conf text, or an UPDATE_BROKER_CONFIG body, read as java.util.Properties.load reads it."""
+    return decode_properties_text(text)
 
 
 def format_properties_text(props: Iterable[tuple[str, str]]) -> str:

@@ -1,11 +1,8 @@
-"""The broker's JSON config files under `<storePathRootDir>/config/`: crash-safe write and tolerant read.
+"""The broker's JSON config files under `<storePathRootDir>/config/`: crash-safe write, tolerant read.
 
-Write protocol (RocketMQ's MixAll.string2File): write `<file>.tmp`, copy the current file to `<file>.bak`,
-then rename `.tmp` over `<file>` (atomic on POSIX, so a crash leaves either the old or the new content).
-Read: `<file>`, or `<file>.bak` when the file is missing, empty or unparsable.
-
-JSON written by Java (fastjson) may carry unquoted integer keys (`{0:12}`); `load_json` accepts them.
-This module knows nothing of what the files mean.
+Written as RocketMQ's MixAll.string2File does (`.tmp`, the old file copied to `.bak`, then an atomic
+rename); read from the file, or its `.bak` when it is missing, empty or unparsable. Java's fastjson
+output (unquoted integer keys, `{0:12}`) is accepted. Knows nothing of what the files mean.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """ConfigWriter: the broker's JSON config files written on one thread, off the event loop.
 
-A config rewrite is a temp file, an fsync and a rename (`config_files.write_file`): 4-12 ms idle and up to
-0.5 s on a loaded disk. Done on the event loop, every admin request that changes a topic or a group stalled
-every other client for that long. Here the caller serializes its table on the loop (a consistent snapshot,
-cheap with orjson) and hands the bytes over; one thread writes them, so writes stay in submission order.
-
-- Coalescing: a file queued twice before the thread reaches it is written once, with the newest bytes.
-- `durable()` is a future done once everything submitted so far is on disk (or failed: its exception), so
-  a request that changed a table is answered only after its change is durable.
-- After `close()` (broker shutdown) writes happen synchronously in the caller, as before.
-
-This module knows nothing of sockets or request codes.
+A rewrite (temp file, fsync, rename) can take long on a busy disk; on the loop it would stall every
+client. The caller serializes its table on the loop (a consistent snapshot) and hands the bytes over;
+a file queued twice is written once, in order. `durable()` resolves once everything submitted is on
+disk, so a request that changed a table is answered only then. After `close()` writes are synchronous.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""ConsumeStats of one group, the one builder behind GET_CONSUME_STATS (208, `mqadmin consumerProgress`)
-and GET_BROKER_CONSUME_STATS (317, `mqadmin brokerConsumeStats`: every group's, with the total diff).
+"""ConsumeStats of one group: the one builder behind GET_CONSUME_STATS (`mqadmin consumerProgress`)
+and GET_BROKER_CONSUME_STATS (`brokerConsumeStats`: every group's, with the total diff).
 
-Per topic of the group (its committed-offset topics, or the one asked for) and per queue: the queue's
-max offset, the group's committed offset and the store time of the last consumed message, plus the
-group's consume TPS over the last minute from BrokerStats (RocketMQ's tpsGroupGetNums). Rules as in
-4.9.8's AdminBrokerProcessor: topics without a config are skipped; when the group is online with
-subscriptions, topics it does not subscribe are skipped; negative offsets read as 0 and a missing
-store time as 0. The body is ConsumeStats' JSON with MessageQueue object keys (fact sheet 4.7).
+Per topic and queue: max offset, committed offset, last consumed store time, and the group's consume
+TPS, under 4.9.8 AdminBrokerProcessor's rules (`ConsumeStatsBuilder.build`); body: fact sheet 4.7.
 """
 
 from __future__ import annotations
@@ -67,7 +63,9 @@ class ConsumeStatsBuilder:
     ) -> GroupStats:
         """208 counts each topic's read queues, 317 its write queues (as 4.9.8 does); `order_only`
         keeps ordered topics only (317's isOrder). `tps_topic` narrows the TPS to one topic (208 with
-        a topic), else it is the group's over all its topics."""
+        a topic), else it is the group's over all its topics. As in 4.9.8: topics without a config
+        are skipped, and so are topics an online group with subscriptions does not subscribe;
+        negative offsets and a missing store time read as 0."""
         store = self.store
         online = self.consumers.get(group)
         subscribed = online.subscriptions if online is not None else {}

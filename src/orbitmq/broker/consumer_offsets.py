@@ -1,10 +1,7 @@
 """ConsumerOffsetManager: committed consume offsets per `topic@group` and queue (consumerOffset.json).
 
-The table is in memory; the broker persists it every `flushConsumerOffsetInterval` (5 s) and at
-shutdown. The file's inner keys are queue ids: Java writes them bare (`{0:12}`), we write standard JSON
-(`{"0":12}`), which Java also reads; both load here.
-
-This module knows nothing of sockets or request codes.
+Kept in memory, persisted every flushConsumerOffsetInterval and at shutdown. The file's queue-id keys
+are written as standard JSON (`{"0":12}`), which Java reads too; Java's bare `{0:12}` loads as well.
 """
 
 from __future__ import annotations
@@ -47,21 +44,17 @@ class ConsumerOffsetManager:
     def query_offsets(self, group: str, topic: str) -> dict[int, int]:
         return dict(self.table.get(self.key(topic, group), {}))
 
+    def _topic_groups(self) -> list[tuple[str, str]]:
+        """(topic, group) of every table key."""
+        return [
+            (topic, group) for topic, _, group in (k.rpartition(TOPIC_GROUP_SEPARATOR) for k in self.table)
+        ]
+
     def topics_of_group(self, group: str) -> set[str]:
-        out: set[str] = set()
-        for key in self.table:
-            topic, _, g = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if g == group:
-                out.add(topic)
-        return out
+        return {topic for topic, g in self._topic_groups() if g == group}
 
     def groups_of_topic(self, topic: str) -> set[str]:
-        out: set[str] = set()
-        for key in self.table:
-            t, _, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if t == topic:
-                out.add(group)
-        return out
+        return {group for t, group in self._topic_groups() if t == topic}
 
     def remove_group(self, group: str) -> None:
         for key in [k for k in self.table if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:

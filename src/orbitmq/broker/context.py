@@ -1,15 +1,8 @@
-"""BrokerContext: what the broker's processors and services may use of the broker.
+"""BrokerContext: the narrow view of the broker its processors and services use.
 
-BrokerApp (broker/app.py) is the composition root: it imports every processor and service to wire
-them up. If they imported BrokerApp back (even only for type hints), app.py and its parts would form
-one import circle, and any part could reach for anything on the app. Instead they take this narrow
-view, which lives below app.py and imports only the broker's tables and lower layers; BrokerApp
-implements it structurally (mypy checks that wherever BrokerApp is passed as a BrokerContext).
-
-The three services other parts call into (registration, replication, schedule) appear here as small
-protocols of exactly the members used elsewhere, so this module does not import the services either.
-Everything is read-only from the context's point of view (properties), except `hold`, which the
-app sets once the store is open.
+BrokerApp imports every part to wire it up; if the parts imported BrokerApp back (even for typing),
+they would form one import circle and could reach anything. They take this Protocol instead, which
+BrokerApp implements structurally (checked by mypy); the services it exposes are small protocols too.
 """
 
 from __future__ import annotations

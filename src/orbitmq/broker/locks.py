@@ -1,10 +1,8 @@
 """RebalanceLockManager: the broker side of orderly consumption (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ).
 
-Per consumer group: queue -> (client id, last renewal). A lock expires `max_live_ms` (60 s by default)
-after its last renewal. Locking renews queues the client already holds, takes free or expired ones and
-leaves out queues a live lock of another client holds; unlocking removes only the caller's own locks.
-
-Time comes from the injected Clock; this module knows nothing of sockets or request codes.
+Per group: queue -> (client id, last renewal), expiring `max_live_ms` after it. Locking renews the
+client's own queues, takes free or expired ones and leaves out those another live client holds;
+unlocking removes only the caller's locks. Time comes from the injected Clock.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """PullRequestHoldService: long polling for PULL_MESSAGE (RocketMQ's PullRequestHoldService).
 
-A pull that finds nothing new (and may be suspended) is held here under `topic@queueId`. It is
-re-processed (answered) when:
-- the store reports an arrival on that queue past the requested offset whose tags code matches the
-  pull's subscription (`notify_message_arriving`, called by the store's arrival listener right after
-  dispatch, so a waiting consumer hears of a message within milliseconds), or
-- its suspend timeout ends (checked at each request's own deadline, at the latest every 5 s), or
-- the service stops (every held pull is answered, so clients are not left waiting for a dead broker).
-
-Re-processing is the pull processor's job (`wake` callback); this module only keeps the table.
+A pull that finds nothing is held under `topic@queueId` until a matching message arrives
+(`notify_message_arriving`, right after dispatch), its suspend timeout ends, or the service stops
+(every held pull is answered). Answering is the pull processor's `wake` callback; this keeps the table.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""The broker's Prometheus collector: reads BrokerStats, the store and the tables at scrape time.
-
-Nothing is updated per message for Prometheus: every value below is computed from the counters the
-broker keeps anyway (broker/stats.py, the dispatcher's per-code route stats, the store's runtime info),
-so a scrape, GET_CONSUME_STATS and GET_BROKER_RUNTIME_INFO read the same numbers. Names follow
-rocketmq-exporter where it has one (so its Grafana dashboards mostly work); orbitmq_* are our own. The
-mapping is documented in docs/operations.md.
-
-Imported only when `metricsPort` is set (prometheus_client stays out of a plain broker's start-up).
+"""The broker's Prometheus collector: computed at scrape time from what the broker counts anyway
+(broker/stats.py, the dispatcher's route stats, the store's runtime info), so a scrape and the admin
+requests agree and nothing is counted per message for Prometheus. Names follow rocketmq-exporter where
+it has one (docs/operations.md). Imported only when metricsPort is set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import (
@@ -29,9 +24,70 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from orbitmq.broker.app import BrokerApp
+    from orbitmq.broker.stats import StatItem
 
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 DLQ_PREFIX = "%DLQ%"
+
+
+# The broker-wide series: name -> (help, kind).
+_RUNTIME_SERIES: dict[str, tuple[str, type[GaugeMetricFamily] | type[CounterMetricFamily]]] = {
+    "rocketmq_broker_tps": ("Messages put per second, whole broker (1 min)", GaugeMetricFamily),
+    "rocketmq_broker_qps": ("Messages pulled per second, whole broker (1 min)", GaugeMetricFamily),
+    "rocketmq_brokeruntime_msg_put_total_today_now": ("Messages put since start", GaugeMetricFamily),
+    "rocketmq_brokeruntime_msg_gettotal_today_now": ("Messages pulled since start", GaugeMetricFamily),
+    "rocketmq_brokeruntime_commitlog_disk_ratio": ("Disk usage of the commit log's disk", GaugeMetricFamily),
+    "rocketmq_brokeruntime_consumequeue_disk_ratio": (
+        "Disk usage of the consume queues' disk",
+        GaugeMetricFamily,
+    ),
+    "rocketmq_brokeruntime_commitlogmaxoffset": ("Commit log max offset", GaugeMetricFamily),
+    "rocketmq_brokeruntime_commitlogminoffset": ("Commit log min offset", GaugeMetricFamily),
+    "orbitmq_commitlog_bytes": ("Bytes held in the commit log (max - min offset)", GaugeMetricFamily),
+    "rocketmq_brokeruntime_dispatch_behind_bytes": ("Bytes not yet dispatched", GaugeMetricFamily),
+    "rocketmq_brokeruntime_remain_how_manydata_toflush": ("Bytes not yet flushed", GaugeMetricFamily),
+    "orbitmq_held_pulls": ("Long-polling pulls waiting for messages", GaugeMetricFamily),
+    "orbitmq_connections": ("Open client connections", GaugeMetricFamily),
+    "orbitmq_flush_rounds": ("Commit log flush rounds", CounterMetricFamily),
+    "orbitmq_flush_seconds": ("Time spent flushing the commit log", CounterMetricFamily),
+    "orbitmq_flush_last_seconds": ("Duration of the last commit log flush", GaugeMetricFamily),
+}
+
+
+# The traffic series of topics (put) and of groups (pulled): rate and byte rate over a minute, then
+# messages and bytes since start.
+_PUT_SERIES = (
+    ("rocketmq_producer_tps", "Messages put per second (1 min)"),
+    ("rocketmq_producer_message_size", "Bytes put per second (1 min)"),
+    ("orbitmq_topic_put_messages", "Messages put since start"),
+    ("orbitmq_topic_put_bytes", "Bytes put since start"),
+)
+_GET_SERIES = (
+    ("rocketmq_consumer_tps", "Messages pulled per second (1 min)"),
+    ("rocketmq_consumer_message_size", "Bytes pulled per second (1 min)"),
+    ("orbitmq_group_get_messages", "Messages pulled since start"),
+    ("orbitmq_group_get_bytes", "Bytes pulled since start"),
+)
+
+
+def _traffic(
+    series: tuple[tuple[str, str], ...],
+    labels: list[str],
+    rows: Iterable[tuple[list[str], StatItem]],
+    now: float,
+) -> tuple[Metric, ...]:
+    """The four traffic families of `series`, one sample per (label values, stats item) of `rows`."""
+    (rate, rate_doc), (size, size_doc), (count, count_doc), (total, total_doc) = series
+    families: tuple[GaugeMetricFamily | CounterMetricFamily, ...] = (
+        GaugeMetricFamily(rate, rate_doc, labels=labels),
+        GaugeMetricFamily(size, size_doc, labels=labels),
+        CounterMetricFamily(count, count_doc, labels=labels),
+        CounterMetricFamily(total, total_doc, labels=labels),
+    )
+    for values, item in rows:
+        for family, value in zip(families, (*item.rates(now), item.nums, item.bytes), strict=True):
+            family.add_metric(values, value)
+    return families
 
 
 def _code_name(code: int) -> str:
@@ -55,25 +111,12 @@ class BrokerCollector(Collector):
         now = app.clock.monotonic()
         store = app.store
 
-        tps = GaugeMetricFamily(
-            "rocketmq_producer_tps", "Messages put per second (1 min)", labels=[*base, "topic"]
+        yield from _traffic(
+            _PUT_SERIES,
+            [*base, "topic"],
+            (([*ids, topic], item) for topic, item in stats.topic_put.items()),
+            now,
         )
-        size = GaugeMetricFamily(
-            "rocketmq_producer_message_size", "Bytes put per second (1 min)", labels=[*base, "topic"]
-        )
-        put_msgs = CounterMetricFamily(
-            "orbitmq_topic_put_messages", "Messages put since start", labels=[*base, "topic"]
-        )
-        put_bytes = CounterMetricFamily(
-            "orbitmq_topic_put_bytes", "Bytes put since start", labels=[*base, "topic"]
-        )
-        for topic, item in stats.topic_put.items():
-            rate, byte_rate = item.rates(now)
-            tps.add_metric([*ids, topic], rate)
-            size.add_metric([*ids, topic], byte_rate)
-            put_msgs.add_metric([*ids, topic], item.nums)
-            put_bytes.add_metric([*ids, topic], item.bytes)
-        yield from (tps, size, put_msgs, put_bytes)
 
         offsets = GaugeMetricFamily(
             "rocketmq_producer_offset", "Sum of the topic's queue max offsets", labels=[*base, "topic"]
@@ -88,27 +131,12 @@ class BrokerCollector(Collector):
                 dlq.add_metric([*ids, topic[len(DLQ_PREFIX) :]], total)
         yield from (offsets, dlq)
 
-        group_labels = [*base, "topic", "group"]
-        ctps = GaugeMetricFamily(
-            "rocketmq_consumer_tps", "Messages pulled per second (1 min)", labels=group_labels
+        pulled = (
+            ([*ids, topic, group], item)
+            for group, topics in stats.group_get.items()
+            for topic, item in topics.items()
         )
-        csize = GaugeMetricFamily(
-            "rocketmq_consumer_message_size", "Bytes pulled per second (1 min)", labels=group_labels
-        )
-        get_msgs = CounterMetricFamily(
-            "orbitmq_group_get_messages", "Messages pulled since start", labels=group_labels
-        )
-        get_bytes = CounterMetricFamily(
-            "orbitmq_group_get_bytes", "Bytes pulled since start", labels=group_labels
-        )
-        for group, topics in stats.group_get.items():
-            for topic, item in topics.items():
-                rate, byte_rate = item.rates(now)
-                ctps.add_metric([*ids, topic, group], rate)
-                csize.add_metric([*ids, topic, group], byte_rate)
-                get_msgs.add_metric([*ids, topic, group], item.nums)
-                get_bytes.add_metric([*ids, topic, group], item.bytes)
-        yield from (ctps, csize, get_msgs, get_bytes)
+        yield from _traffic(_GET_SERIES, [*base, "topic", "group"], pulled, now)
         yield from self._lag(base, ids)
         yield from self._runtime(base, ids)
         yield from self._requests(base, ids)
@@ -169,89 +197,31 @@ class BrokerCollector(Collector):
         store = app.store
         info = store.runtime_info()
         broker = app.stats.runtime_info()
-
-        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-            family = GaugeMetricFamily(name, doc, labels=base)
-            family.add_metric(ids, value)
-            return family
-
-        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
-            family = CounterMetricFamily(name, doc, labels=base)
-            family.add_metric(ids, value)
-            return family
-
-        yield gauge(
-            "rocketmq_broker_tps", "Messages put per second, whole broker (1 min)", float(broker["sendTps"])
-        )
-        yield gauge(
-            "rocketmq_broker_qps",
-            "Messages pulled per second, whole broker (1 min)",
-            float(broker["consumeTps"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_msg_put_total_today_now",
-            "Messages put since start",
-            float(broker["msgPutTotalTodayNow"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_msg_gettotal_today_now",
-            "Messages pulled since start",
-            float(broker["msgGetTotalTodayNow"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_commitlog_disk_ratio",
-            "Disk usage of the commit log's disk",
-            float(info["commitLogDiskRatio"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_consumequeue_disk_ratio",
-            "Disk usage of the consume queues' disk",
-            float(info["consumeQueueDiskRatio"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_commitlogmaxoffset",
-            "Commit log max offset",
-            float(info["commitLogMaxOffset"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_commitlogminoffset",
-            "Commit log min offset",
-            float(info["commitLogMinOffset"]),
-        )
-        yield gauge(
-            "orbitmq_commitlog_bytes",
-            "Bytes held in the commit log (max - min offset)",
-            float(int(info["commitLogMaxOffset"]) - int(info["commitLogMinOffset"])),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_dispatch_behind_bytes",
-            "Bytes not yet dispatched",
-            float(info["dispatchBehindBytes"]),
-        )
-        yield gauge(
-            "rocketmq_brokeruntime_remain_how_manydata_toflush",
-            "Bytes not yet flushed",
-            float(info["remainHowManyDataToFlush"]),
-        )
-        yield gauge(
-            "orbitmq_held_pulls",
-            "Long-polling pulls waiting for messages",
-            float(app.hold.held_count if app.hold else 0),
-        )
-        yield gauge("orbitmq_connections", "Open client connections", float(len(app.server.connections)))
+        values: dict[str, str | float] = {
+            "rocketmq_broker_tps": broker["sendTps"],
+            "rocketmq_broker_qps": broker["consumeTps"],
+            "rocketmq_brokeruntime_msg_put_total_today_now": broker["msgPutTotalTodayNow"],
+            "rocketmq_brokeruntime_msg_gettotal_today_now": broker["msgGetTotalTodayNow"],
+            "rocketmq_brokeruntime_commitlog_disk_ratio": info["commitLogDiskRatio"],
+            "rocketmq_brokeruntime_consumequeue_disk_ratio": info["consumeQueueDiskRatio"],
+            "rocketmq_brokeruntime_commitlogmaxoffset": info["commitLogMaxOffset"],
+            "rocketmq_brokeruntime_commitlogminoffset": info["commitLogMinOffset"],
+            "orbitmq_commitlog_bytes": int(info["commitLogMaxOffset"]) - int(info["commitLogMinOffset"]),
+            "rocketmq_brokeruntime_dispatch_behind_bytes": info["dispatchBehindBytes"],
+            "rocketmq_brokeruntime_remain_how_manydata_toflush": info["remainHowManyDataToFlush"],
+            "orbitmq_held_pulls": app.hold.held_count if app.hold else 0,
+            "orbitmq_connections": len(app.server.connections),
+        }
         flusher = store.flusher
         if flusher is not None:
-            yield counter("orbitmq_flush_rounds", "Commit log flush rounds", float(flusher.flush_count))
-            yield counter(
-                "orbitmq_flush_seconds",
-                "Time spent flushing the commit log",
-                float(flusher.flush_seconds_total),
-            )
-            yield gauge(
-                "orbitmq_flush_last_seconds",
-                "Duration of the last commit log flush",
-                flusher.flush_seconds_last,
-            )
+            values["orbitmq_flush_rounds"] = flusher.flush_count
+            values["orbitmq_flush_seconds"] = flusher.flush_seconds_total
+            values["orbitmq_flush_last_seconds"] = flusher.flush_seconds_last
+        for name, value in values.items():
+            doc, kind = _RUNTIME_SERIES[name]
+            family = kind(name, doc, labels=base)
+            family.add_metric(ids, float(value))
+            yield family
         ha = app.replication.ha
         lag = GaugeMetricFamily(
             "orbitmq_replication_lag_bytes", "Master: bytes the slaves have not acknowledged", labels=base

@@ -1,9 +1,7 @@
-"""A rich progress bar for start-up recovery, for a broker started on a terminal.
+"""A rich progress bar for start-up recovery when the broker runs on a terminal.
 
-The store reports `RecoveryStep`s (store/recovery_progress.py) after every commit-log segment it checks
-("scan") or re-dispatches ("dispatch"). Off a terminal the store's default LoggingProgress writes log
-lines instead; the entry points (`orbitmq broker`, `orbitmq serve`) install this bar only when stderr is
-a terminal, and close it once the broker has started. Small recoveries (under `min_bytes`) draw nothing.
+The store reports a `RecoveryStep` per commit-log segment it checks or re-dispatches; off a terminal
+its LoggingProgress writes log lines instead. Recoveries under `min_bytes` draw nothing.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The broker's SQL92 property filter (RocketMQ's ExpressionMessageFilter, without the bloom filter).
 
-A consumer that subscribes with `expressionType=SQL92` gets only the messages whose properties (user
-properties and system ones such as TAGS) make its selector TRUE. The broker evaluates it at pull time,
-on the records the store returns, and only when `enablePropertyFilter=true`: otherwise the consumer is
-refused at CHECK_CLIENT_CONFIG and every such pull is answered SYSTEM_ERROR, as RocketMQ does.
-A selector that does not compile is refused with SUBSCRIPTION_PARSE_FAILED and the parser's reason.
-
-Compiled selectors are kept on the registered `Subscription` (one compile per subscription version).
+With enablePropertyFilter=true a SQL92 subscription gets only the pulled records whose properties make
+its selector TRUE (compiled once per subscription version); otherwise it is refused at
+CHECK_CLIENT_CONFIG and its pulls answered SYSTEM_ERROR, as RocketMQ does. A selector that does not
+compile is refused with SUBSCRIPTION_PARSE_FAILED.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """BrokerStats: the broker's one source of message counters (RocketMQ's BrokerStatsManager, reduced).
 
-Counted per request, never per message: a send adds its message count and bytes to its topic's item, a
-pull adds what it returned to its group@topic item. Each is three int additions (messages, bytes,
-requests) on an object found with one (put) or two (get) dict lookups: no lock (everything runs on the
-broker's loop), no allocation once the item exists. Broker-wide totals and TPS are sums computed when
-read.
-
-Moving windows: `roll()`, called by a timer every `ROLL_SECONDS`, appends one snapshot per item to a
-short ring (RocketMQ's csListMinute), and every 10 min / 1 h one to the hour / day rings (csListHour,
-csListDay); a window divides the growth since the oldest snapshot of its span by the time it took.
-VIEW_BROKER_STATS_DATA (mqadmin statsAll) reads all three windows; GET_CONSUME_STATS' consumeTps,
-GET_BROKER_RUNTIME_INFO's put/get totals and TPS, the Prometheus collector and the console all read
-these objects, so they agree.
+Counted per request, never per message, with no lock (the loop owns them). `roll()` keeps snapshots in
+minute, hour and day rings (csListMinute/Hour/Day); a window's rate is the growth over its span.
+statsAll, consumeTps, the runtime info, Prometheus and the console all read these objects, so they agree.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """TopicConfigManager: the broker's topic table (topics.json), system topics, auto-creation, DataVersion.
 
-- At start the system topics of fact sheet 7.10 are put in the table, then topics.json (if any) is
-  loaded over them, as RocketMQ does.
-- Auto-creation in the send path copies the template topic (TBW102) when it carries the INHERIT bit.
-- Every change bumps the DataVersion (the namesrv uses it to notice changes) and is persisted at once.
-- `on_created` listeners learn about auto-created topics so the broker can re-register immediately.
-
-This module knows nothing of sockets or request codes.
+System topics (fact sheet 7.10) first, topics.json over them; the send path's auto-creation copies the
+TBW102 template when it is inheritable; every change bumps the DataVersion and is persisted, and
+`on_created` listeners let the broker re-register at once.
 """
 
 from __future__ import annotations

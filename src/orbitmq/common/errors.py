@@ -1,13 +1,6 @@
-"""One error hierarchy for orbitmq; each class says whose fault the failure is.
-
-- `OrbitError`: the root; catch it to catch anything orbitmq raises on purpose.
-- `RemoteProtocolError`: the peer sent bytes that break the protocol (framing, header, body). The
-  connection that carried them is closed; nobody else is affected.
-- `ClientError`: the caller passed something invalid (bad topic name, empty body, ...). Raised before
-  anything is sent.
-- `BrokerError`: a server answered with an error response code (carries code and remark).
-- `ConnectError` / `RequestTimeoutError`: the network or the peer failed to answer in time.
-- `StoreError`: the store could not do what was asked (e.g. a corrupt file at load time).
+"""One error hierarchy for orbitmq; each class says whose fault the failure is: the peer's
+(RemoteProtocolError), the caller's (ClientError), a server's answer (BrokerError), the network's
+(ConnectError, RequestTimeoutError) or the store's (StoreError). Catch OrbitError for all of them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""NamesrvApp: the NameServer's composition root (route table + KV config + server + expiry).
-
-Usable in-process (`orbitmq serve` embeds it; tests may too): `await app.start()`, `app.address`,
-`await app.stop()`. Several NameServers run side by side independently; brokers register with each.
-
-This module wires parts together; the rules live in route_table.py and processors.py.
+"""NamesrvApp: the NameServer's composition root (route table, KV config, server, broker expiry).
+`orbitmq serve` embeds it: `await app.start()`, `app.address`, `await app.stop()`. The rules live in
+route_table.py and processors.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""NamesrvConfig: the NameServer's settings under RocketMQ's property names (fact sheet 7.3).
-
-Read from a `namesrv.conf` (Java properties text) with RocketMQ's camelCase names; unknown names are
-kept (GET_NAMESRV_CONFIG shows them) but have no effect. Two names are orbitmq's own, for tests and
-small deployments: `scanNotActiveBrokerInterval` (ms, RocketMQ hard-codes 10000) and
-`brokerChannelExpiredTime` (ms, RocketMQ hard-codes 120000); `serverChannelMaxIdleTimeSeconds` is
-RocketMQ's NettyServerConfig name. The per-request bounds `serverMaxFrameSize`, `serverMaxHeaderSize`,
-`serverMaxExtFields`, `serverMaxConnections`, `serverMaxInflightPerConnection`, `serverTurnBudgetMillis`,
-`serverMaxUnsupportedLogged` (transport/limits.py) and `registerBrokerMaxInflatedSize` (the most a
-compressed REGISTER_BROKER body may inflate to) are orbitmq's.
-
-Also holds the Java properties text codec used by GET/UPDATE_NAMESRV_CONFIG bodies and the file.
-This module must not know sockets or request codes.
+"""NamesrvConfig: the NameServer's settings under RocketMQ's property names (fact sheet 7.3), read from
+a `namesrv.conf`; each field's docstring says what its key does. Unknown keys are kept (GET_NAMESRV_CONFIG
+shows them) but have no effect. Also the properties text codec of GET/UPDATE_NAMESRV_CONFIG bodies.
 """
 
 from __future__ import annotations
@@ -38,7 +28,7 @@ from orbitmq.protocol.properties_text import decode_properties_text
 from orbitmq.protocol.rocketmq_config_keys import NAMESRV_KEYS, NETTY_SERVER_KEYS
 
 log = logging.getLogger("orbitmq.namesrv.config")
-_ROCKETMQ_KEYS = NAMESRV_KEYS | NETTY_SERVER_KEYS
+ROCKETMQ_NAMESRV_KEYS = NAMESRV_KEYS | NETTY_SERVER_KEYS
 
 # Names UPDATE_NAMESRV_CONFIG may not change (4.9.8's configBlackList): they are file paths.
 CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "aclFile", "aclEnable"})
@@ -50,25 +40,41 @@ def _home() -> str:
 
 @dataclass(slots=True)
 class NamesrvConfig:
+    """The nameserver's settings; serverMax* are described with ServerLimits (transport/limits.py)."""
+
     listen_port: int = 9876
+    """The port brokers and clients connect to; 0 picks a free one (the `listening on` line names it)."""
     rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    """Accepted for RocketMQ's namesrv.conf (shown by GET_NAMESRV_CONFIG). Default: $ROCKETMQ_HOME."""
     kv_config_path: str = field(default_factory=lambda: os.path.join(_home(), "namesrv", "kvConfig.json"))
+    """Where the KV config (e.g. ORDER_TOPIC_CONFIG) is kept. Default: ~/namesrv/kvConfig.json (`orbitmq
+    serve`: beside its store)."""
     config_store_path: str = field(
         default_factory=lambda: os.path.join(_home(), "namesrv", "namesrv.properties")
     )
+    """Where UPDATE_NAMESRV_CONFIG writes the changed settings. Default: ~/namesrv/namesrv.properties."""
     product_env_name: str = "center"
-    metrics_port: int = -1  # orbitmq's own: the Prometheus endpoint (-1 off, 0 a free port)
+    """Accepted for RocketMQ's namesrv.conf (shown by GET_NAMESRV_CONFIG)."""
+    metrics_port: int = -1
+    """orbitmq's own: the Prometheus endpoint's port (-1 off, 0 a free port); needs the ops extra."""
     cluster_test: bool = False
+    """Accepted for RocketMQ's namesrv.conf (shown by GET_NAMESRV_CONFIG)."""
     order_message_enable: bool = False
+    """Answer route queries with the topic's ORDER_TOPIC_CONFIG from the KV config (global order)."""
     scan_not_active_broker_interval_ms: int = 10_000
+    """orbitmq's own: milliseconds between two scans for brokers that stopped registering (RocketMQ:
+    10 s, fixed)."""
     broker_channel_expired_time_ms: int = 120_000
+    """orbitmq's own: milliseconds without a registration after which a broker leaves the routes
+    (RocketMQ: 120 s, fixed)."""
     server_channel_max_idle_time_seconds: int = 120
-    # Beyond RocketMQ 4.9.8 (no nameserver ACL): with aclEnable=true the writes (REGISTER_BROKER,
-    # UNREGISTER_BROKER, KV config, DELETE_TOPIC_IN_NAMESRV, broker write perms, namesrv config) need
-    # a request signed by an admin account of aclFile (plain_acl.yml, resolved beside namesrv.conf).
+    """Seconds a connection may go without traffic before the nameserver closes it; 0 = never."""
     acl_enable: bool = False
+    """Beyond RocketMQ 4.9.8 (whose nameserver has no ACL): the writes (REGISTER_BROKER,
+    UNREGISTER_BROKER, KV config, DELETE_TOPIC_IN_NAMESRV, broker write permissions, namesrv config)
+    need a request signed by an admin account of aclFile."""
     acl_file: str = "plain_acl.yml"
-    # Bounded work per request (transport/limits.py) and the inflated REGISTER_BROKER body.
+    """The ACL file (plain_acl.yml); a relative path is relative to namesrv.conf's directory."""
     server_max_frame_size: int = 16 * 1024 * 1024
     server_max_header_size: int = 512 * 1024
     server_max_ext_fields: int = 1024
@@ -77,6 +83,7 @@ class NamesrvConfig:
     server_turn_budget_millis: int = 5
     server_max_unsupported_logged: int = 4096
     register_broker_max_inflated_size: int = 32 * 1024 * 1024
+    """orbitmq's own: the most bytes a compressed REGISTER_BROKER body may inflate to."""
     extra: dict[str, str] = field(default_factory=dict)
 
     # RocketMQ name -> (attribute, how its text is read as Java reads it): add a key by adding a row.
@@ -119,7 +126,9 @@ class NamesrvConfig:
             entry = self._NAMES.get(name)
             if entry is None:
                 if name not in self.extra and name not in TLS_KEYS:
-                    log.warning(unknown_key_warning(name, self._NAMES, _ROCKETMQ_KEYS, "namesrv config"))
+                    log.warning(
+                        unknown_key_warning(name, self._NAMES, ROCKETMQ_NAMESRV_KEYS, "namesrv config")
+                    )
                 self.extra[name] = java_trim(text)
                 continue
             attr, kind = entry
@@ -142,6 +151,14 @@ class NamesrvConfig:
             props[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         props.update(self.extra)
         return props
+
+
+def namesrv_key(attr: str) -> str | None:
+    """The namesrv.conf key of a field, None for a field that is not a setting."""
+    return _KEY_OF.get(attr)
+
+
+_KEY_OF = {attr: name for name, (attr, _) in NamesrvConfig._NAMES.items()}
 
 
 def encode_properties_text(props: Mapping[str, str]) -> str:

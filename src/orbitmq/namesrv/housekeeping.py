@@ -1,10 +1,7 @@
 """BrokerExpiryService: forget brokers that stopped registering (RocketMQ's scanNotActiveBroker).
 
-Every `interval` seconds (RocketMQ: 10 s, first run after 5 s) the route table drops brokers whose
-last REGISTER_BROKER / unchanged QUERY_DATA_VERSION is older than the expiry (120 s); their
-connections are closed too, so a broker that is merely slow re-registers over a fresh connection.
-
-This module must not know request codes; it knows the route table and connections.
+Every `interval` the route table drops brokers whose last registration is older than the expiry, and
+closes their connections, so a broker that was merely slow re-registers over a fresh one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""KVConfigManager: the NameServer's namespaced key/value configuration, persisted to kvConfig.json.
+"""KVConfigManager: the NameServer's namespaced key/value configuration, kept in kvConfig.json.
 
-File shape (fact sheet 4.9): `{"configTable":{"<namespace>":{"<key>":"<value>"}}}`, pretty-printed as
-fastjson does. Every put/delete rewrites the file with RocketMQ's MixAll.string2File protocol: write
-`<file>.tmp`, copy the current file to `<file>.bak`, replace `<file>` by the tmp file; a missing,
-empty or unreadable `<file>` is loaded from `<file>.bak`.
-
-Synchronous file I/O (tiny file, rare writes). This module must not know sockets or request codes.
+File shape: `{"configTable":{"<namespace>":{"<key>":"<value>"}}}` (fact sheet 4.9), rewritten on every
+put/delete as RocketMQ's MixAll.string2File does (`.tmp`, `.bak`, rename) and read back from `.bak`
+when the file is missing or unreadable. Synchronous file I/O: the file is tiny, writes are rare.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The NameServer's request processors (DefaultRequestProcessor of RocketMQ 4.9.7), one per code.
+"""The NameServer's request processors (RocketMQ 4.9.7's DefaultRequestProcessor), one per code.
 
-Each takes (connection, request) and returns the response; header fields are read from ext fields
-(a missing required one raises HeaderFieldError, which the dispatcher answers with SYSTEM_ERROR and
-the text "the custom field <name> is null", as RocketMQ does). The connection a broker registers over
-is its "channel": when it closes, the broker is forgotten (see app.py).
-
-This module must not know how connections are accepted or how the tables expire brokers.
+Each takes (connection, request) and returns the response. A missing required header field is answered
+SYSTEM_ERROR "the custom field <name> is null", as RocketMQ does. The connection a broker registers
+over is its "channel": when it closes, the broker is forgotten.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""RouteInfoManager: the NameServer's in-memory routing state and RocketMQ's bookkeeping rules.
-
-Tables (as RocketMQ 4.9.7 keeps them, fact sheet 7.3):
-- topic_queue_table: topic -> {broker name -> QueueData}
-- broker_addr_table: broker name -> BrokerData(cluster, name, {broker id -> "ip:port"})
-- cluster_addr_table: cluster -> {broker names}
-- broker_live_table: broker address -> BrokerLiveInfo(last update, data version, channel, HA address)
-- filter_server_table: broker address -> [filter server addresses]
-
-Rules worth knowing:
-- topic queue data is rebuilt from a registration only for the master (id 0), and only when its data
-  version changed or the id registers for the first time; an incremental registration (one topic)
-  merges, it never removes other topics.
-- an address registered under another id of the same broker name is first removed (slave -> master).
-- when a broker name loses its last address it leaves its cluster and every topic's queue data; topics
-  left without queue data are deleted.
-
-Pure bookkeeping: no sockets, no JSON. A "channel" is any hashable object the caller uses to identify
-the connection a broker registered over (the caller closes it on expiry).
+"""RouteInfoManager: the NameServer's routing state and RocketMQ 4.9.7's bookkeeping rules (fact sheet
+7.3): topic -> queue data per broker name, broker name -> addresses per id, cluster -> broker names,
+live brokers (last update, data version, channel, HA address), filter servers. Pure bookkeeping: a
+"channel" is any hashable the caller uses for the connection a broker registered over.
 """
 
 from __future__ import annotations
@@ -99,6 +84,12 @@ class ExpiredBroker:
 
 
 class RouteInfoManager:
+    """RocketMQ's rules: a registration rebuilds topic queue data only for the master (id 0), and only
+    when its data version changed or the id is new; an incremental registration (one topic) merges and
+    never removes other topics. An address registered under another id of the same broker name is
+    removed first (slave -> master). A broker name that loses its last address leaves its cluster and
+    every topic's queue data; topics left without queue data are deleted."""
+
     def __init__(
         self, *, clock: Clock = SYSTEM_CLOCK, expiry_seconds: float = BROKER_CHANNEL_EXPIRED_SECONDS
     ):

@@ -1,16 +1,8 @@
 """The NameServer's JSON bodies: route data and cluster info out, broker registrations in.
 
-Two output styles (fact sheet 4.2, 4.6):
-- fastjson default: bean properties alphabetical, map keys that are numbers UNQUOTED
-  (`"brokerAddrs":{0:"ip:port"}`), maps in insertion order. Sent to requesters older than 4.9.4
-  (version < 401) for GET_ROUTEINFO_BY_TOPIC, and always for GET_BROKER_CLUSTER_INFO.
-- standard JSON (BrowserCompatible + MapSortField): keys quoted (`{"0":"ip:port"}`), maps sorted by key,
-  non-ASCII escaped as \\uXXXX.
-
-Registration bodies (4.4): plain RegisterBrokerBody JSON, its zlib-compressed binary form, or (legacy
-brokers) a bare TopicConfigSerializeWrapper. Parsing is lenient (java_json) since Java writes them.
-
-Values in, bytes out (and back): no sockets, no request codes.
+Out (fact sheet 4.2, 4.6): fastjson's default style (numeric map keys unquoted) for requesters before
+4.9.4 and for cluster info, else standard JSON (keys quoted and sorted, non-ASCII escaped). In (4.4):
+RegisterBrokerBody as JSON, zlib-compressed, or a legacy bare TopicConfigSerializeWrapper, read leniently.
 """
 
 from __future__ import annotations

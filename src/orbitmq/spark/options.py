@@ -81,21 +81,43 @@ class OffsetSpec:
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
     namesrv: tuple[str, ...]
+    """The nameserver address(es), `;` or `,` separated; required (also spelled nameSrvAddr)."""
     topics: tuple[str, ...] = ()
+    """`topic`: one topic; `topics`: a comma-separated list. Exactly one of topic, topics and
+    topicPattern."""
     topic_pattern: str | None = None
+    """A regular expression the whole topic name matches (topics are listed from the nameservers)."""
     starting: OffsetSpec = OffsetSpec("earliest")
+    """startingOffsets: earliest, latest or JSON {"topic": {"broker": {"queueId": offset}}} (-2
+    earliest, -1 latest; queues not named start at earliest); startingTimestamp: epoch ms, each queue
+    from its first message stored then or later. Default: latest for streams, earliest for batch
+    reads. Used only when a query starts without a checkpoint."""
     ending: OffsetSpec = OffsetSpec("latest", fallback="latest")
+    """Batch reads only. endingOffsets: latest or JSON (queues not named end at latest);
+    endingTimestamp: epoch ms. Default: latest."""
     max_offsets_per_trigger: int | None = None
+    """Streams only: at most this many messages per micro-batch, shared across queues by backlog
+    (every queue with a backlog gets at least one)."""
     fail_on_data_loss: bool = True
+    """Fail when messages the query still needs are gone (deleted by retention, a queue recreated);
+    false: log it and go on from the earliest available offset."""
     tags: str = "*"
-    # A SQL92 selector the brokers evaluate (they need enablePropertyFilter=true); excludes `tags`.
+    """Broker-side tag filter, e.g. `TagA || TagB` (also spelled subExpression)."""
     sql_filter: str | None = None
+    """A SQL92 selector the brokers evaluate (they need enablePropertyFilter=true); excludes tags."""
     pull_batch_size: int = 1024
+    """Messages asked for per pull (the broker caps it)."""
     pull_timeout_ms: int = 10_000
+    """Milliseconds one pull may take."""
     pull_concurrency: int = 8
+    """Pulls in flight per Spark task."""
     min_partitions: int | None = None
+    """Split large queue ranges so that at least this many Spark tasks read."""
     consumer_group: str | None = None
-    credentials: tuple[str, str] | None = None  # ACL (accessKey, secretKey): every request signed
+    """Report the committed offsets to this consumer group on the brokers, so consumerProgress shows
+    the query's lag (monitoring only)."""
+    credentials: tuple[str, str] | None = None
+    """ACL account: accessKey and secretKey, both or neither; every request is signed."""
 
     @property
     def reader_group(self) -> str:
@@ -110,13 +132,22 @@ class SourceOptions:
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
     namesrv: tuple[str, ...]
+    """The nameserver address(es), `;` or `,` separated; required (also spelled nameSrvAddr)."""
     topic: str | None = None
+    """The topic of every row; unset: each row's `topic` column."""
     producer_group: str = DEFAULT_PRODUCER_GROUP
+    """The producer group the sends are made in."""
     send_timeout_ms: int = 3000
+    """Milliseconds one batch send may take."""
     send_concurrency: int = 8
+    """Batches in flight per Spark task."""
     max_batch_messages: int = 1024
+    """Rows per batch send at most."""
     write_id: str | None = None
-    credentials: tuple[str, str] | None = None  # ACL (accessKey, secretKey): every request signed
+    """Batch writes: part of every message id (UNIQ_KEY), so a retried task's duplicates carry the
+    same ids; streams use the query id and batch id."""
+    credentials: tuple[str, str] | None = None
+    """ACL account: accessKey and secretKey, both or neither; every request is signed."""
 
 
 # Options Spark itself sets on a data source (streaming writers get the query's checkpoint location).

@@ -38,74 +38,135 @@ def _default_root() -> str:
 
 @dataclass(slots=True)
 class StoreConfig:
+    """The store's settings. Keys BrokerConfig has too (storePathRootDir, flushDiskType, brokerRole,
+    mappedFileSize*, ...) are described there."""
+
     store_path_root_dir: str = field(default_factory=_default_root)
     store_path_commit_log: str | None = None  # None -> <root>/commitlog
     mapped_file_size_commit_log: int = 1073741824
     mapped_file_size_consume_queue: int = 6000000
     enable_consume_queue_ext: bool = False
+    """Accepted for RocketMQ's broker.conf; orbitmq keeps no consume-queue extension files."""
     flush_interval_commit_log: int = 500
+    """ASYNC_FLUSH: milliseconds between two flushes of the commit log."""
     commit_interval_commit_log: int = 200
+    """With transientStorePoolEnable: milliseconds between two commits of the write buffer into the
+    commit log's files."""
     flush_commit_log_timed: bool = True
+    """Accepted for RocketMQ's broker.conf; orbitmq's flusher always waits flushIntervalCommitLog."""
     flush_interval_consume_queue: int = 1000
+    """Milliseconds between two flushes of the consume queues (then the index and the checkpoint)."""
     clean_resource_interval: int = 10000
+    """Accepted for RocketMQ's broker.conf; the broker's retentionCheckInterval sets the period."""
     delete_commit_log_files_interval: int = 100
+    """Accepted for RocketMQ's broker.conf; orbitmq deletes up to 10 expired files per check."""
     delete_consume_queue_files_interval: int = 100
+    """Accepted for RocketMQ's broker.conf; orbitmq deletes up to 10 expired files per check."""
     destroy_maped_file_interval_forcibly: int = 120000
+    """Accepted for RocketMQ's broker.conf; a file is unmapped once no reader holds it."""
     redelete_hanged_file_interval: int = 120000
+    """Accepted for RocketMQ's broker.conf; a file is unmapped once no reader holds it."""
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75
+    """Percent of the disk (held between 10 and 95) above which expired files are deleted at any
+    hour, not only at deleteWhen."""
     file_reserved_time: int = 72
     put_msg_index_hight_water: int = 600000
+    """Accepted for RocketMQ's broker.conf (RocketMQ's spelling); has no effect in orbitmq."""
     max_message_size: int = 4194304
     check_crc_on_recover: bool = True
+    """Check each record's body CRC when recovering the commit log after a crash."""
     flush_commit_log_least_pages: int = 4
+    """ASYNC_FLUSH: a flush waits until this many 4 KiB pages are dirty (except the thorough one)."""
     commit_commit_log_least_pages: int = 4
+    """With transientStorePoolEnable: a commit waits until this many pages are written (except the
+    thorough one)."""
     flush_least_pages_when_warm_maped_file: int = 4096
+    """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
     flush_consume_queue_least_pages: int = 2
+    """A consume-queue flush waits until this many pages are dirty (except the thorough one)."""
     flush_commit_log_thorough_interval: int = 10000
+    """ASYNC_FLUSH: milliseconds after which everything dirty is flushed, however little."""
     commit_commit_log_thorough_interval: int = 200
+    """With transientStorePoolEnable: milliseconds after which everything written is committed."""
     flush_consume_queue_thorough_interval: int = 60000
+    """Milliseconds after which every dirty consume-queue page is flushed, however few."""
     max_transfer_bytes_on_message_in_memory: int = 262144
+    """Bytes one pull returns at most while its messages are in memory (page cache)."""
     max_transfer_count_on_message_in_memory: int = 32
+    """Messages one pull returns at most while they are in memory (page cache)."""
     max_transfer_bytes_on_message_in_disk: int = 65536
+    """Bytes one pull returns at most once its messages are likely on disk only."""
     max_transfer_count_on_message_in_disk: int = 8
+    """Messages one pull returns at most once they are likely on disk only."""
     access_message_in_memory_max_ratio: int = 40
+    """Percent of physical memory: messages further behind the commit log's end count as on disk
+    (smaller pulls, and slaveReadEnable suggests the slave)."""
     message_index_enable: bool = True
+    """Index messages by key and unique id, for queries by key or id."""
     max_hash_slot_num: int = 5000000
+    """Hash slots of one index file; fixed once a store holds index files."""
     max_index_num: int = 20000000
+    """Entries of one index file; fixed once a store holds index files."""
     max_msgs_num_batch: int = 64
+    """The most messages a query by key returns."""
     message_index_safe: bool = False
+    """After a crash, start recovery from the older of the checkpoint's commit-log and index times,
+    so the index is rebuilt too."""
     ha_listen_port: int = 10912
     ha_send_heartbeat_interval: int = 5000
+    """Milliseconds between two reports of a slave's offset to its master."""
     ha_housekeeping_interval: int = 20000
+    """Milliseconds without traffic after which a replication connection is closed."""
     ha_transfer_batch_size: int = 32768
+    """Bytes a master sends a slave in one frame at most."""
     ha_master_address: str | None = None
+    """A slave's master replication address (host:port); unset: the one its master registered."""
     ha_slave_fallbehind_max: int = 268435456
-    ha_max_connections: int = 16  # orbitmq's own: connections the HA port accepts at once
+    """Bytes a slave may be behind and still count as in sync (SYNC_MASTER answers
+    FLUSH_SLAVE_TIMEOUT without waiting for a slave further behind)."""
+    ha_max_connections: int = 16
+    """orbitmq's own: replication connections the master's HA port accepts at once."""
     broker_role: str = ASYNC_MASTER
     flush_disk_type: str = ASYNC_FLUSH
     sync_flush_timeout: int = 5000
-    # orbitmq's own: the most a SYNC_FLUSH group commit waits for the rest of a burst of sends (flush.py)
     group_commit_gather_max_micros: int = 1000
-    # orbitmq's own, opt-in: how far ahead of the commit log's write position a thread brings the pages
-    # into the page cache, so the append does not allocate and zero them (page_prepare.py); 0 = off
+    """orbitmq's own: the most microseconds a SYNC_FLUSH group commit waits for the rest of a burst of
+    sends, so one fdatasync covers them all."""
     page_prepare_ahead_bytes: int = 0
+    """orbitmq's own, opt-in: how far ahead of the commit log's write position a thread brings the
+    pages into the page cache, so appends do not allocate and zero them; 0 = off."""
     slave_timeout: int = 3000
+    """Milliseconds a SYNC_MASTER send waits for a slave to have its message before it is answered
+    FLUSH_SLAVE_TIMEOUT (the message is stored either way)."""
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flush_delay_offset_interval: int = 10000
     clean_file_forcibly_enable: bool = True
+    """Delete unexpired files too when the disk is fuller than diskSpaceCleanForciblyRatio."""
     warm_maped_file_enable: bool = False
+    """Reserve a new commit-log file's blocks when it is created, so a full disk fails there rather
+    than at a later write."""
     offset_check_in_slave: bool = False
+    """Let a slave correct a consumer's out-of-range offset (by default only the master does)."""
     duplication_enable: bool = False
+    """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
     disk_fall_recorded: bool = True
+    """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
     os_page_cache_busy_time_out_mills: int = 1000
+    """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
     default_query_max_num: int = 32
     transient_store_pool_enable: bool = False
+    """Write messages into off-heap buffers first and commit them to the files every
+    commitIntervalCommitLog ms (ASYNC_FLUSH masters only); readers see committed data only."""
     transient_store_pool_size: int = 5
+    """Buffers of mappedFileSizeCommitLog bytes each in the transient store pool."""
     fast_fail_if_no_buffer_in_store_pool: bool = False
-    # System properties in RocketMQ (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
+    """Accepted for RocketMQ's broker.conf; has no effect in orbitmq."""
+    # System properties in RocketMQ 4.x (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
     disk_space_clean_forcibly_ratio: float = 0.85
+    """Above it segments go even if not expired; a full disk is writable again below it (0.85 or 85)."""
     disk_space_warning_level_ratio: float = 0.90
+    """Above it, or when a new commit-log segment would go above it, writes are refused (0.90 or 90)."""
 
     # ---- derived values -------------------------------------------------------------------------
     @property

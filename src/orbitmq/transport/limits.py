@@ -49,12 +49,23 @@ class ServerLimits:
     """
 
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    """Bytes of the longest frame; a longer one closes the connection (RocketMQ: 16 MiB, the
+    com.rocketmq.remoting.frameMaxLength property)."""
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    """Bytes of the longest request header; a longer one closes the connection before it is buffered."""
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    """The most ext fields of one request; more close the connection (decoding stays cheap)."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Connections at once; more are closed as soon as they are accepted."""
     max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
+    """Requests of one connection still being processed (held pulls, flush or replication waits); one
+    more is answered SYSTEM_BUSY, so one client cannot take every slot."""
     turn_budget_millis: int = DEFAULT_TURN_BUDGET_MILLIS
+    """Milliseconds of request handling one connection gets per event-loop turn when a read holds
+    several requests; the rest waits a turn, so other connections are not kept waiting behind it."""
     max_unsupported_logged: int = DEFAULT_MAX_UNSUPPORTED_LOGGED
+    """(request code, client) pairs remembered so an unsupported request is logged at INFO once per
+    pair; past it new pairs are logged at DEBUG, so the set cannot grow without bound."""
 
     @classmethod
     def from_config(cls, config: object) -> ServerLimits:

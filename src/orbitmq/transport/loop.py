@@ -58,15 +58,15 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(max(SERVING_GC_THRESHOLD, gen0), gen1, gen2)
 
 
-async def wait_for_stop_signal(announce: Sequence[str]) -> None:
-    """Print the `announce` lines (flushed), then return at the first SIGTERM or SIGINT. The process is
-    serving from now on: its GC is tuned for that first (`tune_gc_for_serving`).
+async def wait_for_stop_signal(announce: Sequence[str], stop: asyncio.Event | None = None) -> None:
+    """Print the `announce` lines (flushed), then return at the first SIGTERM or SIGINT (or once `stop`
+    is set). The process is serving from now on: its GC is tuned for that first (`tune_gc_for_serving`).
 
     The handlers go in before the lines are printed: tools read the bound addresses from those lines
     and may signal at once, and that signal must stop the server cleanly rather than kill it.
     """
     tune_gc_for_serving()
-    stop = asyncio.Event()
+    stop = stop or asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         running.add_signal_handler(sig, stop.set)

@@ -44,7 +44,7 @@ class MetricsServer:
         self._runner = runner
         addresses = runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._requested_port
-        log.info("metrics listening on %s", self.url)
+        log.debug("metrics listening on %s", self.url)
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None

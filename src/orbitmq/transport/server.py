@@ -157,7 +157,7 @@ class RemotingServer:
             self.port = sockets[0].getsockname()[1] if sockets else self._requested_port
         if self.idle_timeout:
             self._idle_task = loop.create_task(self._close_idle_connections(self.idle_timeout))
-        log.info("%s listening on %s (tls %s)", self.name, self.address, self.tls.mode.value)
+        log.debug("%s listening on %s (tls %s)", self.name, self.address, self.tls.mode.value)
 
     async def stop(self) -> None:
         """Stop accepting, close every connection and cancel running processors."""

@@ -44,11 +44,20 @@ class TlsServerSettings:
     """
 
     mode: TlsMode = TlsMode.DISABLED
+    """disabled (plain only), permissive (one port for TLS and plain: a TLS connection's first byte is
+    0x16, which no remoting frame starts with below 352 MB) or enforcing (TLS only). RocketMQ's default
+    permissive relies on a throwaway self-signed certificate, which orbitmq does not invent."""
     cert_path: str | None = None
+    """The server's certificate (PEM); needed unless the mode is disabled."""
     key_path: str | None = None
+    """The server certificate's private key (PEM); needed unless the mode is disabled."""
     key_password: str | None = None
+    """The private key's password, when it is encrypted."""
     trust_cert_path: str | None = None
-    need_client_auth: str = "none"  # none | optional | require
+    """The CA certificates client certificates are verified against (need.client.auth optional or
+    require)."""
+    need_client_auth: str = "none"
+    """none, optional or require: whether clients must show a certificate."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TlsServerSettings:
@@ -98,11 +107,18 @@ class TlsClientSettings:
     """
 
     enable: bool = False
+    """Connect with TLS (orbitmq's clients: `tls=True` or a TlsClientSettings)."""
     auth_server: bool = False
+    """Verify the server's certificate against trustCertPath (host names are not checked, as in
+    RocketMQ)."""
     trust_cert_path: str | None = None
+    """The CA certificates server certificates are verified against; the system's when unset."""
     cert_path: str | None = None
+    """The client's own certificate, for servers that require one."""
     key_path: str | None = None
+    """The client certificate's private key."""
     key_password: str | None = None
+    """The private key's password, when it is encrypted."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TlsClientSettings:

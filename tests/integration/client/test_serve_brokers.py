@@ -3,6 +3,8 @@ over both takes every message sent and gives every one back."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -70,3 +72,15 @@ async def test_two_broker_processes_share_a_topic(tmp_path: Path) -> None:
         # each broker has its own store directory under the serve store root
         assert (tmp_path / "store" / "broker-a-1" / "commitlog").is_dir()
         assert (tmp_path / "store" / "broker-a-2" / "commitlog").is_dir()
+
+
+def test_a_broker_that_dies_stops_serve_with_exit_code_1(tmp_path: Path) -> None:
+    with start_serve(tmp_path, extra_args=["--brokers", "2"], **broker_conf()) as serve:
+        children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        assert len(children) == 2, children
+        os.kill(int(children[0]), signal.SIGKILL)
+        assert serve.wait(timeout=60) == 1
+    err = serve.stderr_path.read_text()
+    assert f"broker pid {children[0]} exited with -9: stopping" in err
+    other = Path(f"/proc/{children[1]}/cmdline")  # the other broker was stopped (and reaped) too
+    assert not other.exists() or b"broker" not in other.read_bytes()
