@@ -223,6 +223,8 @@ async def test_no_answer_leaves_before_the_record_it_acknowledges(tmp_path: Path
         request_handler=dispatcher.handle,
         before_write=store.write_pending,
         after_turn=store.dispatch_deferred,
+        # wall time: a busy machine could use the budget up mid-turn, which is not under test here
+        turn_budget=60.0,
     )
     transport = _CheckingTransport(conn, store, tmp_path / "store" / "commitlog" / f"{0:020d}")
     conn.connection_made(transport)

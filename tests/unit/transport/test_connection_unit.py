@@ -12,7 +12,7 @@ from orbitmq.common.errors import ConnectError, RequestTimeoutError
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
-from orbitmq.transport.connection import Connection, split_address
+from orbitmq.transport.connection import TURN_BUDGET, Connection, split_address
 from orbitmq.transport.dispatch import Dispatcher, Later, answer_together
 
 
@@ -56,8 +56,10 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def open_connection(dispatcher: Dispatcher | None = None) -> tuple[Connection, FakeTransport]:
-    conn = Connection(request_handler=dispatcher.handle if dispatcher else None)
+def open_connection(
+    dispatcher: Dispatcher | None = None, turn_budget: float = TURN_BUDGET
+) -> tuple[Connection, FakeTransport]:
+    conn = Connection(request_handler=dispatcher.handle if dispatcher else None, turn_budget=turn_budget)
     transport = FakeTransport(conn)
     conn.connection_made(transport)
     return conn, transport
@@ -234,7 +236,8 @@ async def test_answers_to_a_chunk_first_one_at_once_then_the_rest_together() -> 
 
     for code in (11, 12, 13):
         dispatcher.register(code, echo)
-    conn, transport = open_connection(dispatcher)
+    # The turn budget is wall time: a busy machine could use it up mid-chunk, which is not under test here.
+    conn, transport = open_connection(dispatcher, turn_budget=60.0)
     conn.data_received(b"".join(encode_command_bytes(RemotingCommand.request(c)) for c in (11, 12, 13)))
     # handled inline: answer 11 left alone, 12 and 13 together when the chunk was done
     assert len(transport.written) == 2
