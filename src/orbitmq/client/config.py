@@ -85,30 +85,41 @@ def default_instance_name() -> str:
 
 @dataclass(slots=True)
 class ClientConfig:
+    """The settings one ClientInstance (its producers and consumers) shares."""
+
     namesrv_addrs: list[str] = field(default_factory=list)
+    """Nameserver addresses, host:port; empty: NAMESRV_ADDR from the environment (namesrvAddr)."""
     instance_name: str = field(default_factory=default_instance_name)
+    """Part of the client id; unique per process by default (instanceName)."""
     client_ip: str = field(default_factory=local_ip)
+    """This host's address in the client id (clientIP)."""
     unit_name: str | None = None
+    """Appended to the client id when set (unitName)."""
     poll_namesrv_interval: float = 30.0
+    """Seconds between route refreshes from the nameserver (pollNameServerInterval)."""
     heartbeat_interval: float = 30.0
+    """Seconds between heartbeats to every broker (heartbeatBrokerInterval)."""
     persist_offset_interval: float = 5.0
+    """Seconds between commits of consumer offsets (persistConsumerOffsetInterval)."""
     rebalance_interval: float = 20.0
-    api_timeout: float = 3.0  # mqClientApiTimeout: heartbeat, route fetch, unregister, consumer ids
-    # ACL credentials: every request is signed (AclClientRPCHook) when access_key is set.
+    """Seconds between rebalances of the consumers' queues (rebalance service interval)."""
+    api_timeout: float = 3.0
+    """Seconds for heartbeats, route fetches, unregistering and consumer lists (mqClientApiTimeout)."""
     access_key: str | None = None
+    """ACL access key: when set, every request is signed (AclClientRPCHook)."""
     secret_key: str | None = None
+    """ACL secret key, signing the requests."""
     security_token: str | None = None
-    # TLS to name servers and brokers: True (no server verification, as RocketMQ's default
-    # tls.client.authServer=false) or a TlsClientSettings.
+    """ACL security token, sent with signed requests when set."""
     tls: bool | TlsClientSettings = False
-    # orbitmq's own: the most µs the client's loop keeps polling after each request instead of sleeping
-    # until the answer; the window adapts to how soon answers come, and is 0 while they come later than
-    # this (transport/busy_poll.py). 0 = never poll.
+    """TLS to nameservers and brokers: True (no server verification, as RocketMQ's default
+    tls.client.authServer=false) or a TlsClientSettings."""
     busy_poll_us: float = 200.0
-    # orbitmq's own: seconds one of the blocking Producer's own sockets (client/direct_send.py) may sit
-    # idle; an older one is closed and opened anew before use. Keep it under the broker's
-    # serverChannelMaxIdleTimeSeconds (120 s), after which the broker closes an idle connection.
+    """orbitmq's own: the most microseconds the client keeps polling for an answer instead of sleeping;
+    the window adapts to how soon answers come (transport/busy_poll.py). 0: never poll."""
     direct_socket_max_idle: float = 60.0
+    """orbitmq's own: seconds one of the blocking Producer's own sockets may rest before it is replaced;
+    keep it under the broker's serverChannelMaxIdleTimeSeconds (120 s)."""
 
     def __post_init__(self) -> None:
         if not self.direct_socket_max_idle > 0:  # (also refuses NaN)
