@@ -1,13 +1,8 @@
-"""The blocking client facade: the asyncio core run on one background event-loop thread (loop_thread.py).
-
-Same names as `orbitmq.client.aio` (`Producer`, `PushConsumer`, `LitePullConsumer`), same
-constructor arguments, plain methods instead of coroutines. A listener given to a blocking
-PushConsumer runs on the consumer's thread pool (or on the loop, when it is a coroutine function).
-
-Behaviour lives in the asyncio classes; the blocking Producer sends through the same `SendPath`,
-making a send's first attempt (and a oneway write) on the caller's own thread when the route is known
-(direct_send.py), anything else and every retry on the loop; `send_async` hands its sends to the loop
-in bulk (async_handoff.py).
+"""The blocking client facade: the asyncio clients run on one background loop thread (loop_thread.py),
+with the same names and arguments as `orbitmq.client.aio` and plain methods instead of coroutines.
+The blocking Producer sends through the same `SendPath`: a send's first attempt on the caller's thread
+when the route is known (direct_send.py), anything else and every retry on the loop; `send_async`
+hands its sends to the loop in bulk (async_handoff.py).
 """
 
 from __future__ import annotations

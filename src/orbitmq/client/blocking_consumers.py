@@ -1,5 +1,6 @@
 """The blocking consumers: `PushConsumer` and `LitePullConsumer` of `orbitmq.client.aio`, their
-coroutines run on the client loop thread (loop_thread.py)."""
+coroutines run on the client loop thread (loop_thread.py). A blocking PushConsumer's listener runs on
+the consumer's thread pool (on the loop when it is a coroutine function)."""
 
 from __future__ import annotations
 

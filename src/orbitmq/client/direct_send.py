@@ -1,19 +1,9 @@
-"""The blocking producer's first attempt, sent and answered on the caller's own thread (and its oneway
-sends, written there).
-
-Handing a send to the client's loop thread and its answer back costs two thread wake-ups per message;
-so when everything a send needs is at hand (the route and master address, no latency fault tolerance,
-no TLS), the blocking `Producer` makes its first attempt here: the same `SendPath` queue choice,
-prepared message and header as on the loop, written to a blocking socket of the calling thread (one
-per broker address) and answered on it. Anything else is sent on the loop (`SendPath.send_started`);
-a failed attempt is retried there (`SendPath.resume`); a oneway write that failed is sent again there
-(the broker drops a frame cut short). Sends to a chosen queue and batches are made here too.
-
-After writing, the thread polls its socket for a short adaptive window before it blocks
-(`ClientConfig.busy_poll_us`, transport/busy_poll.py): waking a halted CPU costs more than the
-polling. Sockets belong to the thread that opened them; the sockets of ended threads, of addresses no
-route names and those idle longer than `ClientConfig.direct_socket_max_idle` are closed whenever a
-thread opens one, and all of them at the producer's shutdown.
+"""The blocking Producer's first attempt (and oneway write) on the caller's own thread: handing a send
+to the loop thread and back costs two thread wake-ups per message. The same `SendPath` choice, message
+and header as on the loop, on a blocking socket per thread and broker; anything else, and every retry,
+goes to the loop. The socket is polled briefly for the answer before blocking (`busy_poll_us`,
+transport/busy_poll.py). Sockets of ended threads, of addresses no route names, and those idle longer
+than `direct_socket_max_idle` are closed when a thread opens one; all at shutdown.
 """
 
 from __future__ import annotations

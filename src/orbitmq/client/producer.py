@@ -1,9 +1,6 @@
-"""The asyncio Producer: sync (awaited), async (task) and oneway sends, batches, ordered sends.
-
-The sends themselves (route, queue choice, attempts, retries) are the producer's `SendPath`
-(send_path.py); this class is the public API over it and the producer's part in `ClientInstance`
-(its group, the topics it publishes). Everything the caller got wrong is a ClientError raised before
-any byte is sent.
+"""The asyncio Producer: sync (awaited), async (task) and oneway sends, batches, ordered sends. The
+sends themselves are its `SendPath` (send_path.py); this class is the public API over it and the
+producer's part in `ClientInstance`. Caller mistakes raise ClientError before any byte is sent.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
+from orbitmq.client.consume import ConcurrentConsumeService, ConsumeSettings, Listener, OrderlyConsumeService
 from orbitmq.client.consumer_base import ConsumerBase
 from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.offset_store import (
@@ -131,30 +131,26 @@ class PushConsumer(ConsumerBase):
         )
         for sub in self.subscriptions():
             self.rebalancer.subscriptions[sub.topic] = sub
+        options = self.options
+        settings = ConsumeSettings(
+            self.group,
+            self._listener,
+            options.consume_concurrency,
+            options.consume_batch_size,
+            self.message_model,
+            self.offset_store,
+        )
         if self._orderly:
             self.consume_service = OrderlyConsumeService(
-                group=self.group,
-                listener=self._listener,
-                concurrency=self.options.consume_concurrency,
-                batch_size=self.options.consume_batch_size,
-                message_model=self.message_model,
-                offset_store=self.offset_store,
+                settings,
                 lock=self.rebalancer.lock,
                 send_back=self._send_back_via_producer,
                 max_reconsume_times=self.max_reconsume,
-                suspend_s=self.options.suspend_current_queue_time,
+                suspend_s=options.suspend_current_queue_time,
                 monotonic=self.clock.monotonic,
             )
         else:
-            self.consume_service = ConcurrentConsumeService(
-                group=self.group,
-                listener=self._listener,
-                concurrency=self.options.consume_concurrency,
-                batch_size=self.options.consume_batch_size,
-                message_model=self.message_model,
-                offset_store=self.offset_store,
-                send_back=self.send_message_back,
-            )
+            self.consume_service = ConcurrentConsumeService(settings, send_back=self.send_message_back)
         self.consume_service.stats = self.consumer_stats
         self.start_timestamp_ms = self.clock.now_ms()
         instance.register_consumer(self)

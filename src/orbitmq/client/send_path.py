@@ -1,15 +1,10 @@
-"""One producer's send pipeline: route → queue choice → attempt → retry (fact sheet 7.5).
+"""One producer's send pipeline: route → queue choice → attempt → retry (fact sheet 7.5), used by the
+asyncio Producer, the blocking Producer's own-thread sends (direct_send.py) and its loop-side sends.
 
-The whole send has one time budget; each attempt picks a queue round robin on another broker than the
-attempt before, skipping slow brokers under latency fault tolerance (routing.select_queue, fault.py);
-connection failures, timeouts and retryable response codes move on to the next attempt (`needs_retry`
-decides, after every attempt, wherever it was made). The asyncio Producer, the blocking Producer's
-sends on its caller's thread (direct_send.py) and on the loop all use this one `SendPath`.
-
-A first attempt is made without a coroutine when the route, master address and an open connection are
-at hand (`send_soon`: a `SendCall` is the connection's callback; one future and one callback per
-message instead of a Task driving nested coroutines). Everything after a failure, and every send
-whose route or connection needs awaiting, runs in the one retry loop, `attempts`.
+One time budget per send; each attempt goes round robin to another broker than the last, skipping
+slow ones under latency fault tolerance; after every attempt `needs_retry` decides. A first attempt
+is made without a coroutine when route, address and connection are at hand (`send_soon`, `SendCall`:
+one future and one callback per message); the rest runs in the one retry loop, `attempts`.
 """
 
 from __future__ import annotations
