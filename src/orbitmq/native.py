@@ -75,7 +75,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.client.direct_send",
     "orbitmq.client.producer",
     "orbitmq.client.transaction_producer",
-    "orbitmq.client.send_call",
+    "orbitmq.client.send_path",
     "orbitmq.client.send_request",
     "orbitmq.client.send_result",
     "orbitmq.client.routing",

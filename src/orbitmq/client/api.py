@@ -309,9 +309,6 @@ class MQClientAPI:
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, addr, mq, timestamp=timestamp_ms
         )
 
-    async def get_earliest_msg_store_time(self, addr: str, mq: MessageQueue) -> int:
-        return await self._offset_call(RequestCode.GET_EARLIEST_MSG_STORETIME, addr, mq, "timestamp")
-
     # ---- clients and groups -----------------------------------------------------------------
 
     async def heartbeat(self, addr: str, heartbeat_json: bytes) -> int:

@@ -1,13 +1,10 @@
 """The blocking Producer's `send_async`: sends handed to the client's loop in bulk.
 
-A send handed over one at a time (`asyncio.run_coroutine_threadsafe`) cost a coroutine, a Task, a
-concurrent Future chained to it and a wake-up of the loop thread (a write to its self-pipe) per message:
-about 70 µs of client CPU, eight times the asyncio client's own `send_async`. Here a caller appends the
-send to a queue and wakes the loop only when no drain is pending; one drain on the loop starts every
-send queued meanwhile with `aio.Producer.send_async` (no coroutine, no Task on its fast path) and copies
-each outcome into the caller's concurrent Future when it comes. As before: an error (validation
-included) arrives through the future; cancelling the future before its send completes cancels it (no
-more retries; a request already written may still be stored); callbacks run on the client's loop.
+Handing sends over one at a time would cost a coroutine, a Task, a chained future and a wake-up of the
+loop thread per message. Here a caller appends the send to a queue and wakes the loop only when no
+drain is pending; one drain starts every send queued meanwhile with `aio.Producer.send_async` and
+copies each outcome into the caller's concurrent Future. Errors (validation included) arrive through
+the future; cancelling it stops retries; callbacks run on the client's loop.
 """
 
 from __future__ import annotations
@@ -29,6 +26,8 @@ _Send = tuple[Message, float | None, concurrent.futures.Future[SendResult]]
 
 
 class AsyncHandoff:
+    """One blocking producer's queue of sends for the loop."""
+
     def __init__(self, producer: Producer, loop: asyncio.AbstractEventLoop) -> None:
         self._producer = producer
         self.loop = loop

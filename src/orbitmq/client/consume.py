@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from orbitmq.client.consumer_stats import ConsumerStats
 from orbitmq.client.offset_store import OffsetStore
@@ -93,37 +93,50 @@ class _ListenerRunner:
             self.executor.shutdown(wait=True)
 
 
-class ConcurrentConsumeService:
+class ConsumeSettings(NamedTuple):
+    """What both consume services are given by their push consumer."""
+
+    group: str
+    listener: Listener
+    concurrency: int
+    batch_size: int
+    message_model: MessageModel
+    offset_store: OffsetStore
+
+
+class _ConsumeService:
+    """What both services keep: the settings, the listener's runner, their tasks and statistics."""
+
+    def __init__(self, settings: ConsumeSettings, *, bounded: bool) -> None:
+        self.group = settings.group
+        self.runner = _ListenerRunner(settings.listener, settings.concurrency, bounded=bounded)
+        self.concurrency = settings.concurrency
+        self.batch_size = settings.batch_size
+        self.message_model = settings.message_model
+        self.offset_store = settings.offset_store
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.consumed = 0
+        self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
+
+
+class ConcurrentConsumeService(_ConsumeService):
     def __init__(
         self,
+        settings: ConsumeSettings,
         *,
-        group: str,
-        listener: Listener,
-        concurrency: int,
-        batch_size: int,
-        message_model: MessageModel,
-        offset_store: OffsetStore,
         send_back: Callable[[MessageExt, int, MessageQueue], Awaitable[bool]],
     ) -> None:
-        self.group = group
-        self.runner = _ListenerRunner(listener, concurrency, bounded=False)
-        self.concurrency = concurrency
-        self.batch_size = batch_size
-        self.message_model = message_model
-        self.offset_store = offset_store
+        super().__init__(settings, bounded=False)
         self.send_back = send_back
         # At most `concurrency` worker tasks take the submitted batches in order until none is left (the
         # consume thread pool of RocketMQ): a Task and a semaphore round per batch (one message by
         # default) cost the consumer more than a short listener does.
-        self.tasks: set[asyncio.Task[None]] = set()
         self._backlog: collections.deque[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
             collections.deque()
         )
         # Workers still taking batches: counted down by the worker itself as it leaves (a finished task
         # leaves `tasks` only in a later callback, and a submit before that must start a new worker).
         self._workers = 0
-        self.consumed = 0
-        self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
@@ -208,37 +221,25 @@ class ConcurrentConsumeService:
         self.runner.shutdown()
 
 
-class OrderlyConsumeService:
+class OrderlyConsumeService(_ConsumeService):
     def __init__(
         self,
+        settings: ConsumeSettings,
         *,
-        group: str,
-        listener: Listener,
-        concurrency: int,
-        batch_size: int,
-        message_model: MessageModel,
-        offset_store: OffsetStore,
         lock: Callable[[MessageQueue], Awaitable[bool]],
         send_back: Callable[[MessageExt, int, MessageQueue], Awaitable[bool]],
         max_reconsume_times: int,
         monotonic: Callable[[], float],
         suspend_s: float = 1.0,
     ) -> None:
-        self.group = group
-        self.runner = _ListenerRunner(listener, concurrency)
-        self.batch_size = batch_size
-        self.message_model = message_model
-        self.offset_store = offset_store
+        super().__init__(settings, bounded=True)
         self.lock = lock
         self.send_back = send_back
         self.max_reconsume_times = max_reconsume_times
         self.suspend_s = suspend_s
         self.monotonic = monotonic
         self.queue_locks: dict[MessageQueue, asyncio.Lock] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.consumed = 0
         self.stopping = False
-        self.stats = ConsumerStats()  # the push consumer puts its own (with its clock) here
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True

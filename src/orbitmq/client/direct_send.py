@@ -1,33 +1,9 @@
-"""The blocking producer's first attempt, sent and awaited on the caller's own thread (and its oneway
-sends, written there).
-
-The blocking facade runs the asyncio client on one background loop thread. A send handed to that
-thread and its answer handed back cost two thread wake-ups (and the GIL passed back and forth) per
-message: on a VM whose idle vCPUs halt, that doubled a send's round trip. So when everything a send
-needs is at hand (the topic's route and master address, no latency fault tolerance, no TLS), the
-blocking `Producer.send` makes its first attempt here: the same queue selection, prepared message and
-header as the asyncio path, written to a blocking socket of the calling thread (one per broker address)
-and answered on it; `send_oneway` writes there and returns. Anything else is sent on the loop
-(`Producer._send_started`), and a failed attempt is retried there (`Producer._resume_send`, with the
-attempts that remain), as the asyncio client's own first attempts are; a oneway write that failed is
-sent again on the loop (the broker drops a frame cut short).
-
-After writing a send, the thread polls its socket for the answer for a short window before it blocks
-(`ClientConfig.busy_poll_us`, the same adaptive window as the loop's, transport/busy_poll.py, kept per
-socket): a thread that blocks lets its CPU halt, and on a VM without guest halt polling waking it costs
-more than the polling. A thread whose CPUs are busy does not poll (`CpuWatch`).
-
-Sockets belong to the thread that opened them (a thread-local table); a sweep may close one only
-while its thread is not using it. They are closed by `close()` (the producer's shutdown) and when one
-fails. Whenever a thread opens a socket, the sockets of threads that ended, those to an address no
-route names any more (a broker that moved), and those idle longer than `ClientConfig.direct_socket_max_idle`
-are closed: short-lived sending threads and moved brokers leave no sockets behind. A thread finding its
-own socket idle that long (the broker may have closed it: it closes a connection idle for 120 s) or
-swept opens another.
-
-A send to a chosen queue (`send(queue=...)`, `send(selector=...)`, `send_orderly`) is made here too, the
-selector called on the caller's thread; as on the loop, it gets no other attempt. So is the first
-attempt of a batch (`send_batch`), whose retries go to the loop as a single send's do.
+"""The blocking Producer's first attempt (and oneway write) on the caller's own thread: handing a send
+to the loop thread and back costs two thread wake-ups per message. The same `SendPath` choice, message
+and header as on the loop, on a blocking socket per thread and broker; anything else, and every retry,
+goes to the loop. The socket is polled briefly for the answer before blocking (`busy_poll_us`,
+transport/busy_poll.py). Sockets of ended threads, of addresses no route names, and those idle longer
+than `direct_socket_max_idle` are closed when a thread opens one; all at shutdown.
 """
 
 from __future__ import annotations
@@ -37,40 +13,24 @@ import socket
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final
 
-from orbitmq.client.producer import chosen_queue
-from orbitmq.client.results import SendResult
-from orbitmq.client.send_call import ATTEMPT_FAILURES
+from orbitmq.client.send_path import ATTEMPT_FAILURES, Attempt, SendPath, chosen_queue
 from orbitmq.client.send_request import MessageQueueSelector, Outgoing, send_code
 from orbitmq.client.send_result import send_result
 from orbitmq.common.errors import ConnectError, RemoteProtocolError, RequestTimeoutError
 from orbitmq.message import properties as P
-from orbitmq.message.model import MessageQueue
+from orbitmq.message.model import Message, MessageQueue
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
 from orbitmq.transport.busy_poll import GROW_START, CpuWatch, next_window
 from orbitmq.transport.connection import split_address
-
-if TYPE_CHECKING:
-    from orbitmq.client.producer import Producer
-    from orbitmq.message.model import Message
 
 _LENGTH: Final = struct.Struct(">i")
 _HEAD: Final = 8  # a frame's length and header-length words: every frame has both
 # Seconds a socket may rest before it is looked at (one peek) ahead of its next use.
 _LOOK_AFTER_IDLE: Final = 1.0
 _PERF_COUNTER: Final = time.perf_counter
-
-
-class Attempt(NamedTuple):
-    """A first attempt made on the caller's thread: its queue and what it sent (a retry on the loop
-    sends the same bytes), and its result or the error it failed with."""
-
-    mq: MessageQueue
-    out: Outgoing
-    result: SendResult | None
-    error: Exception | None
 
 
 class _Line:
@@ -93,8 +53,10 @@ class _Line:
 
 
 class DirectSender:
-    def __init__(self, producer: Producer) -> None:
-        self._producer = producer
+    """One blocking producer's sockets and the sends made on them."""
+
+    def __init__(self, path: SendPath) -> None:
+        self._path = path
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: dict[socket.socket, _Line] = {}  # every open socket
@@ -114,11 +76,11 @@ class DirectSender:
         at hand or the send cannot be made here anyway (nothing was called: the loop chooses then)."""
         if not self._usable():
             return None
-        producer = self._producer
-        info = producer.publish_info.get(msg.topic)
+        path = self._path
+        info = path.publish_info.get(msg.topic)
         if info is None or not info.ok:
             return None
-        producer._validate(msg)
+        path.validate(msg)
         return chosen_queue(info, msg, selector, arg)
 
     def attempt(self, msg: Message, budget: float, queue: MessageQueue | None = None) -> Attempt | None:
@@ -134,7 +96,7 @@ class DirectSender:
     def attempt_batch(
         self, out: Outgoing, budget: float, queue: MessageQueue | None = None
     ) -> Attempt | None:
-        """`attempt` for a batch (`Producer._batch`)."""
+        """`attempt` for a batch (`Producer.batch`)."""
         target = self._target(out.topic, queue) if self._usable() else None
         if target is None:
             return None
@@ -149,7 +111,7 @@ class DirectSender:
             return False
         out, mq, addr = single
         request = self._request(out, mq, oneway=True)
-        timeout = self._producer.send_timeout
+        timeout = self._path.send_timeout
         try:
             line = self._take(addr, timeout)
         except ConnectError:
@@ -168,9 +130,9 @@ class DirectSender:
     def _usable(self) -> bool:
         """Whether sends can be made here at all (a started producer without latency fault tolerance,
         whose client does not use TLS)."""
-        producer = self._producer
-        instance = producer.instance
-        if self._closed or instance is None or not producer.started or producer.fault.enabled:
+        path = self._path
+        instance = path.instance
+        if self._closed or instance is None or not path.started or path.fault.enabled:
             return False
         return instance.api.remoting.ssl is None
 
@@ -179,34 +141,34 @@ class DirectSender:
         prepared) when it cannot be sent from here."""
         if not self._usable():
             return None
-        producer = self._producer
-        producer._validate(msg)
+        path = self._path
+        path.validate(msg)
         target = self._target(msg.topic, queue)
         if target is None:
             return None
         mq, addr = target
-        prepared = producer._prepare(msg)  # (gives the message its UNIQ_KEY)
+        prepared = path.prepare(msg)  # (gives the message its UNIQ_KEY)
         return Outgoing(msg.topic, msg.properties[P.UNIQ_KEY], prepared, msg.flag, False), mq, addr
 
     def _target(self, topic: str, queue: MessageQueue | None) -> tuple[MessageQueue, str] | None:
         """`queue` (or the round robin's next queue of `topic`) and its master's cached address; None
         when either is not at hand."""
-        producer = self._producer
+        path = self._path
         if queue is None:
-            target = producer._cached_target(topic)
+            target = path.cached_target(topic)
             return None if target is None else (target[1], target[2])
-        instance = producer.instance
+        instance = path.instance
         addr = instance.master_address(queue.broker_name) if instance is not None else None
         return None if addr is None else (queue, addr)
 
     def _request(self, out: Outgoing, mq: MessageQueue, *, oneway: bool) -> RemotingCommand:
         """The signed request carrying `out` to `mq`."""
-        producer = self._producer
-        header = producer._header(mq, out.topic, out.prepared, out.flag, out.batch)
+        path = self._path
+        header = path.header(mq, out.topic, out.prepared, out.flag, out.batch)
         request = RemotingCommand.request(
             send_code(header, out.batch), header, out.prepared.body, oneway=oneway
         )
-        instance = producer.instance
+        instance = path.instance
         assert instance is not None  # (checked by _usable)
         hook = instance.api.remoting.rpc_hook
         if hook is not None:
@@ -215,7 +177,7 @@ class DirectSender:
 
     def _attempt(self, out: Outgoing, mq: MessageQueue, addr: str, budget: float) -> Attempt:
         request = self._request(out, mq, oneway=False)
-        instance = self._producer.instance
+        instance = self._path.instance
         assert instance is not None
         max_frame = instance.api.remoting.max_frame_size  # the same frame limit as on the loop
         try:
@@ -233,7 +195,7 @@ class DirectSender:
 
     def _take(self, addr: str, timeout: float) -> _Line:
         """This thread's line to `addr`, marked busy (a sweep leaves it alone until `_release`)."""
-        instance = self._producer.instance
+        instance = self._path.instance
         max_idle = instance.config.direct_socket_max_idle if instance is not None else 0.0
         lines: dict[str, _Line] | None = getattr(self._local, "lines", None)
         if lines is None:
@@ -274,7 +236,7 @@ class DirectSender:
         """Take out the lines nobody will use again (their thread ended, their address left every
         route) and those idle longer than `max_idle` (their thread would open another); return them
         to be closed."""
-        instance = self._producer.instance
+        instance = self._path.instance
         # (list() of a dict is one C call: no other thread changes it meanwhile)
         routed = (
             {a for addrs in list(instance.broker_addrs.values()) for a in list(addrs.values())}

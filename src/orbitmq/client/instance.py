@@ -1,16 +1,8 @@
-"""ClientInstance: what the producers and consumers of one client id share.
-
-- one pooled `RemotingClient` and `MQClientAPI` (several name servers, fail-over);
-- the route cache: topic -> TopicRouteData and broker name -> {broker id: address}, refreshed every
-  30 s and on demand; when the name server is unreachable the cached routes stay in use;
-- heartbeats (producer and consumer groups, subscriptions) to every broker every 30 s and on change;
-- the rebalance loop for this process's consumers: every 20 s and at once on
-  NOTIFY_CONSUMER_IDS_CHANGED; consumer offsets persisted every 5 s;
-- requests brokers send to clients: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE (handed to
-  the producer of the group when it implements `check_transaction_state`).
-
-It knows nothing of how a producer picks queues or how a consumer pulls.
-"""
+"""ClientInstance: what the producers and consumers of one client id share: one pooled connection
+client and MQClientAPI; the route cache (refreshed periodically and on demand; kept while no nameserver
+answers); heartbeats to every broker; the consumers' rebalance and offset persistence; the requests
+brokers send to clients (broker_requests.py). It knows nothing of how a producer picks queues or how a
+consumer pulls."""
 
 from __future__ import annotations
 
@@ -20,51 +12,26 @@ import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from orbitmq.client.api import MQClientAPI, NamesrvUnreachableError
+from orbitmq.client.broker_requests import BrokerRequests
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.request_reply import ReplyTable
-from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel
+from orbitmq.client.roles import ConsumerInner, ProducerInner
 from orbitmq.client.routing import subscribe_queues
-from orbitmq.client.subscription import EXPRESSION_TAG, Subscription
+from orbitmq.client.subscription import EXPRESSION_TAG
 from orbitmq.common.errors import BrokerError, ClientError, OrbitError
-from orbitmq.message.model import MessageQueue
 from orbitmq.protocol.bodies_core import MASTER_ID
-from orbitmq.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode, version_desc
-from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.codes import RequestCode
 from orbitmq.transport.client import RemotingClient
-from orbitmq.transport.connection import Connection
 from orbitmq.transport.signing import request_signer
 
 log = logging.getLogger("orbitmq.client")
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
-
-
-class ProducerInner(Protocol):
-    group: str
-
-    def publish_topics(self) -> set[str]: ...
-
-    def update_topic_publish_info(self, topic: str, route: Any) -> None: ...
-
-
-class ConsumerInner(Protocol):
-    group: str
-    message_model: MessageModel
-    consume_type: ConsumeType
-    consume_from_where: ConsumeFromWhere
-
-    def subscriptions(self) -> list[Subscription]: ...
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
-
-    async def do_rebalance(self) -> None: ...
-
-    async def persist_consumer_offset(self) -> None: ...
 
 
 class ClientInstance:
@@ -88,20 +55,18 @@ class ClientInstance:
         self._jobs: set[asyncio.Task[Any]] = set()
         self._route_lock = asyncio.Lock()
         # Route fetches in flight, by (topic, template, queue count): callers that need the same route at
-        # the same time share one nameserver query. (A window of sends to a new topic would otherwise
-        # queue one query per send behind the route lock: 256 sends, ~0.5 s before the first one left.)
+        # the same time share one nameserver query (else a window of sends to a new topic would queue
+        # one query per send behind the route lock).
         self._route_fetches: dict[tuple[str, str | None, int], asyncio.Task[bool]] = {}
         self._heartbeat_lock = asyncio.Lock()
         self.started = False
         self._stopping = False
         self.namesrv_error: NamesrvUnreachableError | None = None  # set while no nameserver answers
-        self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
-        self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
-        self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.replies = ReplyTable()  # request-reply: futures of this client's pending requests
         self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push)
-        self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
-        self.remoting.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
+        BrokerRequests(
+            self.client_id, config, self.producers, self.consumers, self.rebalance_immediately
+        ).register(self.remoting)
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -248,17 +213,27 @@ class ClientInstance:
             return True
 
     def _namesrv_unreachable(self, exc: NamesrvUnreachableError) -> None:
-        """Say so once per outage (at WARNING, which Python prints even without logging set up);
-        producers raise `namesrv_error` instead of "No route info" while it lasts."""
+        """Say so once per outage (at WARNING, which Python prints even without logging set up): which
+        addresses failed and what the client does next; producers raise `namesrv_error` instead of
+        "No route info" while it lasts."""
         if self.namesrv_error is None or str(self.namesrv_error) != str(exc):
-            log.warning(
-                "%s: %s (retrying every %.0f s)", self.client_id, exc, self.config.poll_namesrv_interval
-            )
+            log.warning("%s; %s", exc, self._next_route_lookup())
         self.namesrv_error = exc
+
+    def _next_route_lookup(self) -> str:
+        """When routes are asked for again: the periodic refresh covers the consumers' topics and the
+        producers' topics that have a route; a send to a topic without one asks at once."""
+        polled = {s.topic for c in self.consumers.values() for s in c.subscriptions()}
+        polled |= {t for p in self.producers.values() for t in p.publish_topics() if t in self.topic_routes}
+        if not polled:
+            return "the next send asks again"
+        topics = sorted(t for t in polled if not t.startswith("%")) or sorted(polled)  # (not %RETRY%...)
+        names = ", ".join(topics[:3]) + (", ..." if len(topics) > 3 else "")
+        return f"asking again every {self.config.poll_namesrv_interval:.0f} s for the routes of {names}"
 
     def _namesrv_reachable(self) -> None:
         if self.namesrv_error is not None:
-            log.info("%s: a nameserver answers again", self.client_id)
+            log.info("a nameserver answers again (%s)", ", ".join(self.config.namesrv_addrs))
             self.namesrv_error = None
 
     async def update_all_routes(self) -> None:
@@ -436,85 +411,3 @@ class ClientInstance:
                 await consumer.persist_consumer_offset()
             except Exception as exc:
                 log.debug("persisting offsets of %s failed: %s", consumer.group, exc)
-
-    # ---- requests from brokers --------------------------------------------------------------
-
-    async def _on_consumer_ids_changed(
-        self, conn: Connection, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        log.debug("%s: consumer ids of %s changed", self.client_id, request.ext_fields.get("consumerGroup"))
-        self.rebalance_immediately()
-        return None
-
-    async def _on_reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        """An admin reset the group's offsets (the broker already stored them): consumers of the group
-        drop what they cached for those queues and continue from the new offsets."""
-        from orbitmq.protocol.bodies import ResetOffsetBody
-
-        group = request.ext_fields.get("group", "")
-        consumer = self.consumers.get(group)
-        reset = getattr(consumer, "reset_offset", None)
-        if reset is not None and request.body_length:
-            await reset(ResetOffsetBody.from_json(request.body_bytes()).offset_table)
-        if request.is_oneway:
-            return None
-        return RemotingCommand.response(ResponseCode.SUCCESS).response_to(request)
-
-    def _not_here(self, request: RemotingCommand, group: str) -> RemotingCommand:
-        remark = f"The Consumer Group <{group}> not exist in this consumer"
-        return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark).response_to(request)
-
-    async def _on_running_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        """GET_CONSUMER_RUNNING_INFO, relayed by the broker from an admin tool (push consumers answer;
-        RocketMQ adds the name servers, consume type and client version here)."""
-        group = request.ext_fields.get("consumerGroup", "")
-        consumer = self.consumers.get(group)
-        build = getattr(consumer, "running_info", None)
-        if consumer is None or build is None:
-            return self._not_here(request, group)
-        extra = {
-            "PROP_NAMESERVER_ADDR": "".join(f"{a};" for a in self.config.namesrv_addrs),
-            "PROP_CONSUME_TYPE": consumer.consume_type.value,
-            "PROP_CLIENT_VERSION": version_desc(CURRENT_VERSION),
-        }
-        jstack = request.ext_fields.get("jstackEnable", "").lower() == "true"
-        body = await build(extra, jstack=jstack)
-        return RemotingCommand.response(ResponseCode.SUCCESS, None, None, body).response_to(request)
-
-    async def _on_consume_directly(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        """CONSUME_MESSAGE_DIRECTLY: run the group's listener on the attached message."""
-        from orbitmq.message.codec import decode_records
-
-        group = request.ext_fields.get("consumerGroup", "")
-        consume = getattr(self.consumers.get(group), "consume_message_directly", None)
-        if consume is None:
-            return self._not_here(request, group)
-        try:
-            [msg] = decode_records(request.body_bytes())
-        except (ValueError, OrbitError):
-            remark = "CONSUME_MESSAGE_DIRECTLY needs exactly one message record in its body"
-            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, remark).response_to(request)
-        body = await consume(msg, request.ext_fields.get("brokerName", ""))
-        return RemotingCommand.response(ResponseCode.SUCCESS, None, None, body).response_to(request)
-
-    async def _on_check_transaction_state(
-        self, conn: Connection, request: RemotingCommand
-    ) -> RemotingCommand | None:
-        from orbitmq.message.codec import decode_records
-
-        messages = decode_records(request.body_bytes()) if request.body_length else []
-        if not messages:
-            return None
-        msg = messages[0]
-        group = msg.properties.get("PGROUP")
-        producer = self.producers.get(group or "")
-        handler = getattr(producer, "check_transaction_state", None)
-        if handler is None:
-            log.warning(
-                "%s: CHECK_TRANSACTION_STATE for group %s with no transaction producer", self.client_id, group
-            )
-            return None
-        await handler(conn.remote_address, msg, dict(request.ext_fields))
-        return (
-            None if request.is_oneway else RemotingCommand.response(ResponseCode.SUCCESS).response_to(request)
-        )

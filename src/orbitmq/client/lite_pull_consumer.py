@@ -18,30 +18,28 @@ import itertools
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Unpack
 
-from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_LITE_PULL_MESSAGE, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from orbitmq.client.broker_offsets import BrokerOffsetBackend
-from orbitmq.client.config import ClientConfig
+from orbitmq.client.consumer_base import ConsumerBase
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
-    RemoteBrokerOffsetStore,
 )
-from orbitmq.client.options import ConsumerOptions
+from orbitmq.client.options import (
+    LitePullConsumerKeywords,
+    LitePullConsumerOptions,
+    client_setup,
+)
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.rebalance import Rebalancer
-from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
+from orbitmq.client.results import ConsumeType, PullStatus
 from orbitmq.client.routing import subscribe_queues
-from orbitmq.client.subscription import MessageSelector, Subscription, parse_subscription, subscription_of
-from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.client.running_info import lite_pull_running_info
+from orbitmq.client.subscription import Subscription, parse_subscription
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
-from orbitmq.message.validation import validate_topic
-from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
@@ -62,7 +60,9 @@ class _QueueState:
     task: asyncio.Task[None] | None = None
 
 
-class LitePullConsumer(ConsumerOptions):
+class LitePullConsumer(ConsumerBase):
+    """See `LitePullConsumerOptions` (client/options.py) for the settings."""
+
     consume_type = ConsumeType.CONSUME_ACTIVELY
 
     def __init__(
@@ -70,39 +70,13 @@ class LitePullConsumer(ConsumerOptions):
         group: str,
         namesrv_addrs: str | Sequence[str] | None = None,
         *,
-        instance: ClientInstance | None = None,
-        config: ClientConfig | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        security_token: str | None = None,
-        tls: bool | TlsClientSettings | None = None,
-        message_model: MessageModel | str = MessageModel.CLUSTERING,
-        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-        consume_timestamp_ms: int | None = None,
-        allocate_strategy: AllocateStrategy | None = None,
-        auto_commit: bool = True,
-        auto_commit_interval: float = 5.0,
-        pull_batch_size: int = 10,
-        pull_threshold_for_all: int = 10000,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue_mib: int = 100,
-        consume_max_span: int = 2000,
-        poll_timeout: float = 5.0,
-        broker_suspend_ms: int = BROKER_SUSPEND_MAX_MS,
-        offset_store_dir: Path | None = None,
-        clock: Clock = SYSTEM_CLOCK,
+        options: LitePullConsumerOptions | None = None,
+        **keywords: Unpack[LitePullConsumerKeywords],
     ) -> None:
-        self._set_consumer_options(
-            group, namesrv_addrs, instance, config, access_key, secret_key, security_token, tls,
-            message_model, consume_from_where, consume_timestamp_ms, allocate_strategy, pull_batch_size,
-            pull_threshold_for_queue, pull_threshold_size_for_queue_mib, offset_store_dir, clock,
-        )  # fmt: skip
-        self.auto_commit = auto_commit
-        self.auto_commit_interval = auto_commit_interval
-        self.pull_threshold_for_all = pull_threshold_for_all
-        self.consume_max_span = consume_max_span
-        self.poll_timeout = poll_timeout
-        self.broker_suspend_ms = broker_suspend_ms
+        setup, self.options = client_setup(
+            group, namesrv_addrs, options or LitePullConsumerOptions(), keywords
+        )
+        self._set_up(setup, self.options)
         self._subscriptions: dict[str, Subscription] = {}
         self._assigned: list[MessageQueue] | None = None
         self._queues: dict[MessageQueue, _QueueState] = {}
@@ -120,29 +94,8 @@ class LitePullConsumer(ConsumerOptions):
 
     # ---- configuration ----------------------------------------------------------------------
 
-    def subscribe(
-        self,
-        topic: str,
-        expression: str | MessageSelector | None = "*",
-        *,
-        expression_type: str | None = None,
-    ) -> None:
-        validate_topic(topic)
-        if self._assigned is not None:
-            raise ClientError("subscribe() and assign() are mutually exclusive")
-        sub = subscription_of(
-            topic, expression, sub_version=self.clock.now_ms(), expression_type=expression_type
-        )
-        self._subscriptions[topic] = sub
-        if self.rebalancer is not None:
-            self.rebalancer.subscriptions[topic] = sub
-        if self.started and self.instance is not None:
-            self.instance.spawn(self.instance.refresh_subscriptions(self), f"subscribe {topic}")
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self.rebalancer is not None:
-            self.rebalancer.subscriptions.pop(topic, None)
+    def _subscribe_refused(self) -> str | None:
+        return "subscribe() and assign() are mutually exclusive" if self._assigned is not None else None
 
     async def assign(self, mqs: Iterable[MessageQueue]) -> None:
         """Consume exactly these queues (no rebalance); may be called again to change them."""
@@ -158,16 +111,7 @@ class LitePullConsumer(ConsumerOptions):
 
     async def running_info(self, extra: dict[str, str], *, jstack: bool = False) -> bytes:
         """ConsumerRunningInfo JSON (GET_CONSUMER_RUNNING_INFO relayed by a broker)."""
-        from orbitmq.client.running_info import lite_pull_running_info
-
         return await lite_pull_running_info(self, extra)
-
-    def subscriptions(self) -> list[Subscription]:
-        return list(self._subscriptions.values())
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        if self.rebalancer is not None:
-            self.rebalancer.topic_queues[topic] = mqs
 
     async def do_rebalance(self) -> None:
         if self.rebalancer is not None and self.started and self._assigned is None:
@@ -182,28 +126,13 @@ class LitePullConsumer(ConsumerOptions):
     async def start(self) -> None:
         if self.started:
             return
-        if self.instance is None:
-            assert self._config is not None
-            self.instance = ClientInstance(self._config)
-        instance = self.instance
-        self._buffer = asyncio.Queue()
-        if self.message_model is MessageModel.CLUSTERING:
-            self.offset_store = RemoteBrokerOffsetStore(self.group, BrokerOffsetBackend(instance))
-        else:
-            self.offset_store = LocalFileOffsetStore(instance.client_id, self.group, self.offset_store_dir)
-        await self.offset_store.load()
-        self.rebalancer = Rebalancer(
-            group=self.group,
-            message_model=self.message_model,
-            strategy=self.allocate_strategy,
-            instance=instance,
-            offset_store=self.offset_store,
-            consume_from_where=self.consume_from_where,
-            consume_timestamp_ms=self.consume_timestamp_ms,
+        instance, self.offset_store, self.rebalancer = await self._open(
+            orderly=False,
+            offset_store_dir=self.options.offset_store_dir,
             on_added=self._on_queue_added,
             on_removed=self._on_queue_removed,
-            clock=self.clock,
         )
+        self._buffer = asyncio.Queue()
         self.rebalancer.subscriptions.update(self._subscriptions)
         self.start_timestamp_ms = self.clock.now_ms()
         instance.register_consumer(self)
@@ -226,7 +155,7 @@ class LitePullConsumer(ConsumerOptions):
             return
         self.started = False
         await self._stop_tasks(list(self._queues))
-        if self.auto_commit:
+        if self.options.auto_commit:
             await self.commit()
         else:
             await self.persist_consumer_offset()
@@ -234,13 +163,6 @@ class LitePullConsumer(ConsumerOptions):
         await self.instance.unregister_consumer(self.group)
         if self._own_instance:
             await self.instance.shutdown()
-
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # ---- queues -----------------------------------------------------------------------------
 
@@ -276,7 +198,7 @@ class LitePullConsumer(ConsumerOptions):
         if state is not None:
             await self._stop_tasks([mq])
             assert self.offset_store is not None
-            if self.auto_commit and state.consume_offset >= 0:
+            if self.options.auto_commit and state.consume_offset >= 0:
                 self.offset_store.update_offset(mq, state.consume_offset)
             with contextlib.suppress(Exception):
                 await self.offset_store.persist(mq)
@@ -407,9 +329,12 @@ class LitePullConsumer(ConsumerOptions):
         """The next batch of pulled messages, or [] after `timeout` seconds (default poll_timeout)."""
         self._instance()
         assert self._buffer is not None
-        if self.auto_commit and self.clock.monotonic() - self._last_commit >= self.auto_commit_interval:
+        if (
+            self.options.auto_commit
+            and self.clock.monotonic() - self._last_commit >= self.options.auto_commit_interval
+        ):
             await self.commit()
-        wait = self.poll_timeout if timeout is None else timeout
+        wait = self.options.poll_timeout if timeout is None else timeout
         deadline = self.clock.monotonic() + wait
         while True:
             remaining = deadline - self.clock.monotonic()
@@ -441,10 +366,10 @@ class LitePullConsumer(ConsumerOptions):
                 await asyncio.sleep(PAUSE_DELAY_S)
                 continue
             if (
-                self._buffered > self.pull_threshold_for_all
-                or pq.msg_count > self.pull_threshold_for_queue
+                self._buffered > self.options.pull_threshold_for_all
+                or pq.msg_count > self.options.pull_threshold_for_queue
                 or pq.msg_size > self.pull_threshold_size_for_queue
-                or pq.max_span > self.consume_max_span
+                or pq.max_span > self.options.consume_max_span
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
@@ -461,10 +386,10 @@ class LitePullConsumer(ConsumerOptions):
                     group=self.group,
                     mq=mq,
                     offset=state.pull_offset,
-                    max_nums=self.pull_batch_size,
+                    max_nums=self.options.pull_batch_size,
                     sys_flag=FLAG_SUSPEND | FLAG_SUBSCRIPTION | FLAG_LITE_PULL_MESSAGE,
                     commit_offset=0,
-                    suspend_timeout_ms=self.broker_suspend_ms,
+                    suspend_timeout_ms=self.options.broker_suspend_ms,
                     subscription=sub.sub_string,
                     sub_version=sub.sub_version,
                     expression_type=sub.expression_type,

@@ -15,39 +15,29 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Unpack
 
-from orbitmq.client.allocation import AllocateStrategy
 from orbitmq.client.api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from orbitmq.client.broker_offsets import BrokerOffsetBackend
-from orbitmq.client.config import ClientConfig
-from orbitmq.client.consume import ConcurrentConsumeService, Listener, OrderlyConsumeService
+from orbitmq.client.consume import ConcurrentConsumeService, ConsumeSettings, Listener, OrderlyConsumeService
+from orbitmq.client.consumer_base import ConsumerBase
 from orbitmq.client.consumer_stats import ConsumerStats
-from orbitmq.client.instance import ClientInstance
 from orbitmq.client.offset_store import (
-    LocalFileOffsetStore,
     OffsetStore,
     ReadOffsetType,
-    RemoteBrokerOffsetStore,
 )
-from orbitmq.client.options import ConsumerOptions
+from orbitmq.client.options import PushConsumerKeywords, PushConsumerOptions, client_setup
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.rebalance import Rebalancer, retry_topic
-from orbitmq.client.results import ConsumeFromWhere, ConsumeType, MessageModel, PullStatus
+from orbitmq.client.results import ConsumeType, MessageModel, PullStatus
 from orbitmq.client.running_info import consume_directly, running_info
 from orbitmq.client.send_back import SendBack
 from orbitmq.client.subscription import (
     EXPRESSION_TAG,
-    MessageSelector,
     Subscription,
     parse_subscription,
-    subscription_of,
 )
-from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message.model import MessageExt, MessageQueue
-from orbitmq.message.validation import validate_topic
-from orbitmq.transport.tls import TlsClientSettings
 
 log = logging.getLogger("orbitmq.client")
 
@@ -58,7 +48,9 @@ PULL_EXCEPTION_DELAY_S = 1.0
 LOCK_INTERVAL_S = 20.0
 
 
-class PushConsumer(ConsumerOptions):
+class PushConsumer(ConsumerBase):
+    """See `PushConsumerOptions` (client/options.py) for the settings."""
+
     consume_type = ConsumeType.CONSUME_PASSIVELY
 
     def __init__(
@@ -66,39 +58,11 @@ class PushConsumer(ConsumerOptions):
         group: str,
         namesrv_addrs: str | Sequence[str] | None = None,
         *,
-        instance: ClientInstance | None = None,
-        config: ClientConfig | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        security_token: str | None = None,
-        tls: bool | TlsClientSettings | None = None,
-        message_model: MessageModel | str = MessageModel.CLUSTERING,
-        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-        consume_timestamp_ms: int | None = None,
-        allocate_strategy: AllocateStrategy | None = None,
-        consume_concurrency: int = 20,
-        consume_batch_size: int = 1,
-        pull_batch_size: int = 32,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue_mib: int = 100,
-        consume_concurrently_max_span: int = 2000,
-        pull_interval: float = 0.0,
-        max_reconsume_times: int = -1,
-        suspend_current_queue_time: float = 1.0,
-        offset_store_dir: Path | None = None,
-        clock: Clock = SYSTEM_CLOCK,
+        options: PushConsumerOptions | None = None,
+        **keywords: Unpack[PushConsumerKeywords],
     ) -> None:
-        self._set_consumer_options(
-            group, namesrv_addrs, instance, config, access_key, secret_key, security_token, tls,
-            message_model, consume_from_where, consume_timestamp_ms, allocate_strategy, pull_batch_size,
-            pull_threshold_for_queue, pull_threshold_size_for_queue_mib, offset_store_dir, clock,
-        )  # fmt: skip
-        self.consume_concurrency = consume_concurrency
-        self.consume_batch_size = consume_batch_size
-        self.consume_concurrently_max_span = consume_concurrently_max_span
-        self.pull_interval = pull_interval
-        self.max_reconsume_times = max_reconsume_times
-        self.suspend_current_queue_time = suspend_current_queue_time
+        setup, self.options = client_setup(group, namesrv_addrs, options or PushConsumerOptions(), keywords)
+        self._set_up(setup, self.options)
         self._subscriptions: dict[str, Subscription] = {}
         self._listener: Listener | None = None
         self._orderly = False
@@ -110,34 +74,10 @@ class PushConsumer(ConsumerOptions):
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self.started = False
         self.paused = False
-        self.consumer_stats = ConsumerStats(clock)  # pull / consume TPS and RT for running info
+        self.consumer_stats = ConsumerStats(setup.clock)  # pull / consume TPS and RT for running info
         self.start_timestamp_ms = 0
 
     # ---- configuration ----------------------------------------------------------------------
-
-    def subscribe(
-        self,
-        topic: str,
-        expression: str | MessageSelector | None = "*",
-        *,
-        expression_type: str | None = None,
-    ) -> None:
-        """Consume `topic`, messages whose tag matches `expression` (`*` or `tagA || tagB`), or that a
-        SQL92 selector selects (`MessageSelector.by_sql(...)` or `expression_type="SQL92"`)."""
-        validate_topic(topic)
-        sub = subscription_of(
-            topic, expression, sub_version=self.clock.now_ms(), expression_type=expression_type
-        )
-        self._subscriptions[topic] = sub
-        if self.rebalancer is not None:
-            self.rebalancer.subscriptions[topic] = sub
-        if self.started and self.instance is not None:
-            self.instance.spawn(self.instance.refresh_subscriptions(self), f"subscribe {topic}")
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self.rebalancer is not None:
-            self.rebalancer.subscriptions.pop(topic, None)
 
     def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
         """`listener(messages, context)`; concurrent listeners answer ConsumeStatus, orderly ones
@@ -154,8 +94,8 @@ class PushConsumer(ConsumerOptions):
 
     @property
     def max_reconsume(self) -> int:
-        if self.max_reconsume_times >= 0:
-            return self.max_reconsume_times
+        if self.options.max_reconsume_times >= 0:
+            return self.options.max_reconsume_times
         return 2**31 - 1 if self._orderly else 16
 
     # ---- ConsumerInner ----------------------------------------------------------------------
@@ -165,10 +105,6 @@ class PushConsumer(ConsumerOptions):
         if self.message_model is MessageModel.CLUSTERING:
             subs.append(parse_subscription(retry_topic(self.group), "*", sub_version=0))
         return subs
-
-    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        if self.rebalancer is not None:
-            self.rebalancer.topic_queues[topic] = mqs
 
     async def do_rebalance(self) -> None:
         if self.rebalancer is not None and self.started and not self.paused:
@@ -187,54 +123,34 @@ class PushConsumer(ConsumerOptions):
             raise ClientError("register a listener before starting the consumer")
         if not self._subscriptions:
             raise ClientError("subscribe to at least one topic before starting the consumer")
-        if self.instance is None:
-            assert self._config is not None
-            self.instance = ClientInstance(self._config)
-        instance = self.instance
-        if self.message_model is MessageModel.CLUSTERING:
-            self.offset_store = RemoteBrokerOffsetStore(self.group, BrokerOffsetBackend(instance))
-        else:
-            self.offset_store = LocalFileOffsetStore(instance.client_id, self.group, self.offset_store_dir)
-        await self.offset_store.load()
-        self.rebalancer = Rebalancer(
-            group=self.group,
-            message_model=self.message_model,
-            strategy=self.allocate_strategy,
-            instance=instance,
-            offset_store=self.offset_store,
-            consume_from_where=self.consume_from_where,
-            consume_timestamp_ms=self.consume_timestamp_ms,
+        instance, self.offset_store, self.rebalancer = await self._open(
             orderly=self._orderly,
+            offset_store_dir=self.options.offset_store_dir,
             on_added=self._on_queue_added,
             on_removed=self._on_queue_removed,
-            clock=self.clock,
         )
         for sub in self.subscriptions():
             self.rebalancer.subscriptions[sub.topic] = sub
+        options = self.options
+        settings = ConsumeSettings(
+            self.group,
+            self._listener,
+            options.consume_concurrency,
+            options.consume_batch_size,
+            self.message_model,
+            self.offset_store,
+        )
         if self._orderly:
             self.consume_service = OrderlyConsumeService(
-                group=self.group,
-                listener=self._listener,
-                concurrency=self.consume_concurrency,
-                batch_size=self.consume_batch_size,
-                message_model=self.message_model,
-                offset_store=self.offset_store,
+                settings,
                 lock=self.rebalancer.lock,
                 send_back=self._send_back_via_producer,
                 max_reconsume_times=self.max_reconsume,
-                suspend_s=self.suspend_current_queue_time,
+                suspend_s=options.suspend_current_queue_time,
                 monotonic=self.clock.monotonic,
             )
         else:
-            self.consume_service = ConcurrentConsumeService(
-                group=self.group,
-                listener=self._listener,
-                concurrency=self.consume_concurrency,
-                batch_size=self.consume_batch_size,
-                message_model=self.message_model,
-                offset_store=self.offset_store,
-                send_back=self.send_message_back,
-            )
+            self.consume_service = ConcurrentConsumeService(settings, send_back=self.send_message_back)
         self.consume_service.stats = self.consumer_stats
         self.start_timestamp_ms = self.clock.now_ms()
         instance.register_consumer(self)
@@ -279,13 +195,6 @@ class PushConsumer(ConsumerOptions):
         await self.instance.unregister_consumer(self.group)
         if self._own_instance:
             await self.instance.shutdown()
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     def suspend(self) -> None:
         """Stop pulling (queues are kept); `resume()` continues."""
@@ -381,14 +290,14 @@ class PushConsumer(ConsumerOptions):
                 await asyncio.sleep(1.0)
                 continue
             if (
-                pq.msg_count > self.pull_threshold_for_queue
+                pq.msg_count > self.options.pull_threshold_for_queue
                 or pq.msg_size > self.pull_threshold_size_for_queue
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
             if self._orderly:
                 if self.message_model is MessageModel.CLUSTERING and not pq.locked:
-                    await asyncio.sleep(self.suspend_current_queue_time)
+                    await asyncio.sleep(self.options.suspend_current_queue_time)
                     continue
                 if not was_locked:
                     # A queue just locked may have been consumed further by its previous owner.
@@ -397,7 +306,7 @@ class PushConsumer(ConsumerOptions):
                     if fresh >= 0:
                         offset = fresh
                     was_locked = True
-            elif pq.max_span > self.consume_concurrently_max_span:
+            elif pq.max_span > self.options.consume_concurrently_max_span:
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
             sub = self._subscription_for(mq.topic)
@@ -422,7 +331,7 @@ class PushConsumer(ConsumerOptions):
                     group=self.group,
                     mq=mq,
                     offset=offset,
-                    max_nums=self.pull_batch_size,
+                    max_nums=self.options.pull_batch_size,
                     sys_flag=sys_flag,
                     commit_offset=max(commit_offset, 0),
                     suspend_timeout_ms=BROKER_SUSPEND_MAX_MS,
@@ -472,8 +381,8 @@ class PushConsumer(ConsumerOptions):
                 store.update_offset(mq, offset)
                 with contextlib.suppress(Exception):
                     await store.persist(mq)
-            if self.pull_interval > 0:
-                await asyncio.sleep(self.pull_interval)
+            if self.options.pull_interval > 0:
+                await asyncio.sleep(self.options.pull_interval)
 
     def _subscription_for(self, topic: str) -> Subscription | None:
         if self.rebalancer is None:

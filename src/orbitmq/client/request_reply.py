@@ -34,10 +34,6 @@ def reply_topic(cluster: str) -> str:
     return cluster + REPLY_TOPIC_SUFFIX
 
 
-def is_reply(properties: dict[str, str]) -> bool:
-    return properties.get(P.MSG_TYPE) == REPLY_MESSAGE_FLAG
-
-
 def create_reply_message(request: Message, body: bytes | str) -> Message:
     """RocketMQ's MessageUtil.createReplyMessage: the reply to a received request message."""
     cluster = request.properties.get(P.CLUSTER)

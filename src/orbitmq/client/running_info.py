@@ -19,25 +19,72 @@ import asyncio
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from orbitmq.client.consume import restore_retry_topic
-from orbitmq.client.offset_store import ReadOffsetType
+from orbitmq.client.allocation import AllocateStrategy
+from orbitmq.client.consume import ConcurrentConsumeService, OrderlyConsumeService, restore_retry_topic
+from orbitmq.client.consumer_stats import ConsumerStats
+from orbitmq.client.offset_store import OffsetStore, ReadOffsetType
+from orbitmq.client.options import LitePullConsumerOptions, PushConsumerOptions
+from orbitmq.client.rebalance import Rebalancer
 from orbitmq.client.results import (
     ConsumeConcurrentlyContext,
+    ConsumeFromWhere,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     ConsumeStatus,
+    MessageModel,
     concurrently_status,
     orderly_status,
 )
+from orbitmq.client.subscription import Subscription
+from orbitmq.common.clock import Clock
 from orbitmq.message.model import MessageExt, MessageQueue
 from orbitmq.protocol import java_json
 from orbitmq.protocol.body_fields import mq_key
 
-if TYPE_CHECKING:
-    from orbitmq.client.lite_pull_consumer import LitePullConsumer
-    from orbitmq.client.push_consumer import PushConsumer
+
+class _Consumer(Protocol):
+    """What the answers read of either consumer (a Protocol: the consumers import this module)."""
+
+    group: str
+    clock: Clock
+    message_model: MessageModel
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp_ms: int
+    allocate_strategy: AllocateStrategy
+    pull_threshold_size_for_queue: int
+    start_timestamp_ms: int
+
+    def subscriptions(self) -> list[Subscription]: ...
+
+
+class PushConsumerView(_Consumer, Protocol):
+    options: PushConsumerOptions
+    rebalancer: Rebalancer | None
+    offset_store: OffsetStore | None
+    consumer_stats: ConsumerStats
+    consume_service: ConcurrentConsumeService | OrderlyConsumeService | None
+
+    @property
+    def orderly(self) -> bool: ...
+
+    @property
+    def max_reconsume(self) -> int: ...
+
+
+class LitePullConsumerView(_Consumer, Protocol):
+    options: LitePullConsumerOptions
+
+
+# CMResult by the listener's answer (None: one the client cannot read).
+_CM_RESULT: dict[ConsumeStatus | ConsumeOrderlyStatus | None, str] = {
+    ConsumeStatus.CONSUME_SUCCESS: "CR_SUCCESS",
+    ConsumeOrderlyStatus.SUCCESS: "CR_SUCCESS",
+    ConsumeStatus.RECONSUME_LATER: "CR_LATER",
+    ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: "CR_LATER",
+    None: "CR_RETURN_NULL",
+}
 
 
 def _wall_ms(monotonic_s: float, now_mono: float, now_ms: int) -> int:
@@ -45,28 +92,28 @@ def _wall_ms(monotonic_s: float, now_mono: float, now_ms: int) -> int:
     return 0 if monotonic_s <= 0 else int(now_ms - (now_mono - monotonic_s) * 1000)
 
 
-def consumer_properties(consumer: PushConsumer) -> dict[str, str]:
+def consumer_properties(consumer: PushConsumerView) -> dict[str, str]:
     """The consumer's settings under DefaultMQPushConsumer's property names (MixAll.object2Properties)."""
     ts = time.strftime("%Y%m%d%H%M%S", time.localtime(consumer.consume_timestamp_ms / 1000))
     props = {
         "allocateMessageQueueStrategy": type(consumer.allocate_strategy).__name__,
-        "consumeConcurrentlyMaxSpan": consumer.consume_concurrently_max_span,
+        "consumeConcurrentlyMaxSpan": consumer.options.consume_concurrently_max_span,
         "consumeFromWhere": consumer.consume_from_where.value,
-        "consumeMessageBatchMaxSize": consumer.consume_batch_size,
-        "consumeThreadMax": consumer.consume_concurrency,
-        "consumeThreadMin": consumer.consume_concurrency,
+        "consumeMessageBatchMaxSize": consumer.options.consume_batch_size,
+        "consumeThreadMax": consumer.options.consume_concurrency,
+        "consumeThreadMin": consumer.options.consume_concurrency,
         "consumeTimestamp": ts,
         "consumerGroup": consumer.group,
         "maxReconsumeTimes": consumer.max_reconsume,
         "messageModel": consumer.message_model.value,
-        "pullBatchSize": consumer.pull_batch_size,
-        "pullInterval": int(consumer.pull_interval * 1000),
-        "pullThresholdForQueue": consumer.pull_threshold_for_queue,
+        "pullBatchSize": consumer.options.pull_batch_size,
+        "pullInterval": int(consumer.options.pull_interval * 1000),
+        "pullThresholdForQueue": consumer.options.pull_threshold_for_queue,
         "pullThresholdSizeForQueue": consumer.pull_threshold_size_for_queue // (1024 * 1024),
-        "suspendCurrentQueueTimeMillis": int(consumer.suspend_current_queue_time * 1000),
+        "suspendCurrentQueueTimeMillis": int(consumer.options.suspend_current_queue_time * 1000),
         "unitMode": "false",
         "PROP_CONSUMEORDERLY": str(consumer.orderly).lower(),
-        "PROP_THREADPOOL_CORE_SIZE": consumer.consume_concurrency,
+        "PROP_THREADPOOL_CORE_SIZE": consumer.options.consume_concurrency,
         "PROP_CONSUMER_START_TIMESTAMP": consumer.start_timestamp_ms,
     }
     return {k: str(v) for k, v in props.items()}
@@ -85,7 +132,7 @@ def stack_dump() -> str:
     return "\n".join(parts)
 
 
-async def running_info(consumer: PushConsumer, extra: dict[str, str], *, jstack: bool) -> bytes:
+async def running_info(consumer: PushConsumerView, extra: dict[str, str], *, jstack: bool) -> bytes:
     """ConsumerRunningInfo JSON; `extra` adds the client instance's PROP_* keys."""
     props = consumer_properties(consumer)
     props.update(extra)
@@ -123,24 +170,24 @@ async def running_info(consumer: PushConsumer, extra: dict[str, str], *, jstack:
     return java_json.dumps(body, string_keys=False)
 
 
-async def lite_pull_running_info(consumer: LitePullConsumer, extra: dict[str, str]) -> bytes:
+async def lite_pull_running_info(consumer: LitePullConsumerView, extra: dict[str, str]) -> bytes:
     """A lite pull consumer's ConsumerRunningInfo: as RocketMQ's DefaultLitePullConsumerImpl, its settings
     (DefaultLitePullConsumer's names) and subscriptions only; no process queues or consume status."""
     ts = time.strftime("%Y%m%d%H%M%S", time.localtime(consumer.consume_timestamp_ms / 1000))
     props: dict[str, Any] = {
         "allocateMessageQueueStrategy": type(consumer.allocate_strategy).__name__,
-        "autoCommit": str(consumer.auto_commit).lower(),
-        "autoCommitIntervalMillis": int(consumer.auto_commit_interval * 1000),
-        "brokerSuspendMaxTimeMillis": consumer.broker_suspend_ms,
+        "autoCommit": str(consumer.options.auto_commit).lower(),
+        "autoCommitIntervalMillis": int(consumer.options.auto_commit_interval * 1000),
+        "brokerSuspendMaxTimeMillis": consumer.options.broker_suspend_ms,
         "consumeFromWhere": consumer.consume_from_where.value,
-        "consumeMaxSpan": consumer.consume_max_span,
+        "consumeMaxSpan": consumer.options.consume_max_span,
         "consumeTimestamp": ts,
         "consumerGroup": consumer.group,
         "messageModel": consumer.message_model.value,
-        "pollTimeoutMillis": int(consumer.poll_timeout * 1000),
-        "pullBatchSize": consumer.pull_batch_size,
-        "pullThresholdForAll": consumer.pull_threshold_for_all,
-        "pullThresholdForQueue": consumer.pull_threshold_for_queue,
+        "pollTimeoutMillis": int(consumer.options.poll_timeout * 1000),
+        "pullBatchSize": consumer.options.pull_batch_size,
+        "pullThresholdForAll": consumer.options.pull_threshold_for_all,
+        "pullThresholdForQueue": consumer.options.pull_threshold_for_queue,
         "pullThresholdSizeForQueue": consumer.pull_threshold_size_for_queue // (1024 * 1024),
         "PROP_CONSUMER_START_TIMESTAMP": consumer.start_timestamp_ms,
     }
@@ -159,7 +206,7 @@ def _topic(sub: Any) -> str:
     return str(sub.topic)
 
 
-async def consume_directly(consumer: PushConsumer, msg: MessageExt, broker_name: str) -> bytes:
+async def consume_directly(consumer: PushConsumerView, msg: MessageExt, broker_name: str) -> bytes:
     """ConsumeMessageDirectlyResult JSON after running the listener once on `msg`."""
     service = consumer.consume_service
     if service is None:
@@ -179,20 +226,8 @@ async def consume_directly(consumer: PushConsumer, msg: MessageExt, broker_name:
         result = "CR_THROW_EXCEPTION"
         remark = f"{type(exc).__name__}: {exc}"
     else:
-        if orderly:
-            o_status = orderly_status(answer)
-            result = {
-                ConsumeOrderlyStatus.SUCCESS: "CR_SUCCESS",
-                ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: "CR_LATER",
-                None: "CR_RETURN_NULL",
-            }[o_status]
-        else:
-            c_status = concurrently_status(answer)
-            result = {
-                ConsumeStatus.CONSUME_SUCCESS: "CR_SUCCESS",
-                ConsumeStatus.RECONSUME_LATER: "CR_LATER",
-                None: "CR_RETURN_NULL",
-            }[c_status]
+        status = orderly_status(answer) if orderly else concurrently_status(answer)
+        result = _CM_RESULT[status]
     spent = int((time.monotonic() - began) * 1000)
     auto_commit = context.auto_commit if isinstance(context, ConsumeOrderlyContext) else True
     body: dict[str, Any] = {"autoCommit": auto_commit, "consumeResult": result, "order": orderly}

@@ -1,6 +1,6 @@
 """A send response read into a SendResult (fact sheet 3.2): compiled, as every sent message passes here.
 
-`MQClientAPI.send_message` and the producer's connection callbacks (send_call.py) both use it.
+`MQClientAPI.send_message` and the producer's connection callbacks (send_path.SendCall) both use it.
 """
 
 from __future__ import annotations

@@ -21,22 +21,16 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, Unpack
 
-from orbitmq.client.config import ClientConfig
-from orbitmq.client.fault import LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
-from orbitmq.client.instance import ClientInstance
+from orbitmq.client.options import ProducerKeywords, ProducerOptions
 from orbitmq.client.producer import Producer
 from orbitmq.client.results import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
 from orbitmq.client.routing import TopicPublishInfo
-from orbitmq.client.send_request import DEFAULT_MAX_HEADER_TEMPLATES, DEFAULT_TOPIC, Prepared
-from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import ClientError
 from orbitmq.message import properties as P
 from orbitmq.message.ids import decode_offset_msg_id
 from orbitmq.message.model import Message, MessageExt
-from orbitmq.message.sysflag import TRANSACTION_PREPARED_TYPE
-from orbitmq.transport.tls import TlsClientSettings
 
 # LocalTransactionState and TransactionSendResult live in results.py (a compiled module cannot define a
 # slotted dataclass subclass) and are still importable from here.
@@ -63,55 +57,13 @@ class TransactionProducer(Producer):
         namesrv_addrs: str | Sequence[str] | None = None,
         *,
         listener: TransactionListener,
-        instance: ClientInstance | None = None,
-        config: ClientConfig | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        security_token: str | None = None,
-        tls: bool | TlsClientSettings | None = None,
-        send_timeout: float = 3.0,
-        retry_times: int = 2,
-        retry_times_async: int = 2,
-        compress_over: int = 4096,
-        compress_level: int = 5,
-        max_message_size: int = 4 * 1024 * 1024,
-        retry_another_broker_when_not_store_ok: bool = False,
-        send_latency_fault_enable: bool = False,
-        latency_max: Sequence[int] = LATENCY_MAX_MS,
-        not_available_durations: Sequence[int] = NOT_AVAILABLE_DURATION_MS,
-        create_topic_key: str = DEFAULT_TOPIC,
-        default_topic_queue_nums: int = 4,
-        max_header_templates: int = DEFAULT_MAX_HEADER_TEMPLATES,
-        clock: Clock = SYSTEM_CLOCK,
+        options: ProducerOptions | None = None,
+        **keywords: Unpack[ProducerKeywords],
     ) -> None:
-        # Every option spelled out (tests/unit/client/test_transaction_options.py keeps the two lists
-        # equal): mypyc, which compiles both classes, mis-passes a forwarded **options dict.
         if listener is None:
             raise ClientError("TransactionListener is null")
-        super().__init__(
-            group,
-            namesrv_addrs,
-            instance=instance,
-            config=config,
-            access_key=access_key,
-            secret_key=secret_key,
-            security_token=security_token,
-            tls=tls,
-            send_timeout=send_timeout,
-            retry_times=retry_times,
-            retry_times_async=retry_times_async,
-            compress_over=compress_over,
-            compress_level=compress_level,
-            max_message_size=max_message_size,
-            retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
-            send_latency_fault_enable=send_latency_fault_enable,
-            latency_max=latency_max,
-            not_available_durations=not_available_durations,
-            create_topic_key=create_topic_key,
-            default_topic_queue_nums=default_topic_queue_nums,
-            max_header_templates=max_header_templates,
-            clock=clock,
-        )
+        super().__init__(group, namesrv_addrs, options=options, **keywords)
+        self.path.transactional = True  # half messages are sent TRANSACTION_PREPARED
         self.listener = listener
 
     async def start(self) -> None:
@@ -121,19 +73,14 @@ class TransactionProducer(Producer):
         if self.started:
             return
         await super().start()
-        instance = self._instance()
-        self.publish_info.setdefault(self.create_topic_key, TopicPublishInfo(self.create_topic_key, []))
+        path = self.path
+        instance = path.require_instance()
+        path.publish_info.setdefault(path.create_topic_key, TopicPublishInfo(path.create_topic_key, []))
         try:
-            await instance.update_topic_route(self.create_topic_key)
+            await instance.update_topic_route(path.create_topic_key)
             await instance.send_heartbeat_to_all()
         except Exception as exc:  # the periodic route refresh and heartbeat will try again
             log.debug("transaction producer %s: early heartbeat failed: %s", self.group, exc)
-
-    def _prepare(self, msg: Message) -> Prepared:
-        prepared = super()._prepare(msg)
-        if msg.properties.get(P.TRAN_MSG) == "true":
-            return prepared.with_sys_flag(prepared.sys_flag | TRANSACTION_PREPARED_TYPE)
-        return prepared
 
     async def send_message_in_transaction(
         self, msg: Message, arg: Any = None, *, timeout: float | None = None
@@ -180,7 +127,7 @@ class TransactionProducer(Producer):
         self, result: SendResult, state: LocalTransactionState, remark: str | None
     ) -> None:
         broker_name = result.message_queue.broker_name
-        addr = await self._instance().find_master_address(broker_name, result.message_queue.topic)
+        addr = await self.path.require_instance().find_master_address(broker_name, result.message_queue.topic)
         if addr is None:
             raise ClientError(f"The broker[{broker_name}] not exist")
         _, _, physical_offset = decode_offset_msg_id(result.offset_msg_id)
@@ -195,7 +142,7 @@ class TransactionProducer(Producer):
         }
         if result.transaction_id:
             header["transactionId"] = result.transaction_id
-        await self._instance().api.end_transaction_oneway(addr, header, remark)
+        await self.path.require_instance().api.end_transaction_oneway(addr, header, remark)
 
     # ---- broker check-back (ClientInstance calls this on CHECK_TRANSACTION_STATE) -------------
 
@@ -203,9 +150,7 @@ class TransactionProducer(Producer):
         self, broker_addr: str, msg: MessageExt, header: dict[str, str]
     ) -> None:
         """Answer in the background so the connection's reader is never held by user code."""
-        task = asyncio.get_running_loop().create_task(self._answer_check(broker_addr, msg, header))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self.path.track(asyncio.get_running_loop().create_task(self._answer_check(broker_addr, msg, header)))
 
     async def _answer_check(self, broker_addr: str, msg: MessageExt, header: dict[str, str]) -> None:
         uniq = msg.properties.get(P.UNIQ_KEY)
@@ -229,6 +174,6 @@ class TransactionProducer(Producer):
         if header.get("bname"):
             end["bname"] = header["bname"]
         try:
-            await self._instance().api.end_transaction_oneway(broker_addr, end, remark)
+            await self.path.require_instance().api.end_transaction_oneway(broker_addr, end, remark)
         except Exception as exc:
             log.warning("END_TRANSACTION (check answer) to %s failed: %s", broker_addr, exc)

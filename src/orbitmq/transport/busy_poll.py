@@ -1,41 +1,24 @@
 """Busy polling: a loop that wrote keeps polling for a short window instead of going to sleep, and
 learns from each wait how long that window should be.
 
-Why: a loop that sleeps in epoll_wait lets its CPU halt. On a virtual machine without guest halt
-polling (cpuidle-haltpoll off, as on this project's 2-core VM: guest_halt_poll_ns = 0), each halt is a
-VM exit, and waking the CPU again costs the waker an IPI through the hypervisor and the sleeper a VM
-entry. A loopback request-response between two processes that do nothing else costs 60-66 µs here,
-nearly all of it kernel time; the same exchange with one side polling instead of sleeping costs 33-47.
-In a one-sender round trip that is more than either side's own work, and polling costs less CPU per
-message than the halt and the wake-up it replaces (BENCHMARKS.md, fifth and twelfth sessions). On bare
-metal an idle core's deep C-state exit costs the same kind of latency.
+Why: a loop that sleeps lets its CPU halt, and waking a halted CPU (an inter-processor interrupt; on a
+virtual machine without guest halt polling, a VM exit and entry) can cost more than a loopback round
+trip's own work. Polling costs less CPU per answer than the halt and the wake-up it replaces.
 
-`BusyPoll.arm()` after a write keeps the loop busy for the current window: a callback that schedules
-itself again (`call_soon`) makes the loop poll its sockets with a zero timeout on every turn, so an
-answer (or the next request) that arrives within the window is read by a running CPU. Under load the
-loop never idles and polling costs nothing.
+`BusyPoll.arm()` after a write keeps the loop busy for the current window (a callback that schedules
+itself again, so the loop polls its sockets with a zero timeout on every turn). The window adapts as
+KVM's halt polling does: `read()` ends the wait the first write since the last read began; data that
+came while polling keeps the window; data that came after polling stopped but within `limit` doubles it
+(from `GROW_START`); data later than `limit` halves it, to 0 below `GROW_START`. So polling costs at
+most one window per write, and nothing once answers come later than `limit` (a distant broker).
 
-The window adapts as KVM's halt polling does (its grow/shrink rule, in microseconds here). `read()`,
-called when data arrives, ends the wait that the first write since the last read began:
-- data came while polling: the window was long enough, it stays;
-- polling had stopped (or the window is 0) but data came within the most the window may be (`limit`):
-  a longer window would have caught it, so the window doubles (from `GROW_START`) up to `limit`;
-- data came later than `limit`: polling cannot help these waits (a distant broker, a held long-poll
-  pull, a request every millisecond), so the window halves, to 0 below `GROW_START`.
-So polling costs at most one window per write, and nothing once waits are longer than `limit`: a client
-of a broker across a real network, or a server whose requests come slower than that, stops polling by
-itself.
+Polling only pays while a CPU would otherwise sit idle; where the CPUs are busy it takes them from the
+processes that should answer. So the polling thread reads its own run-queue wait (Linux's
+/proc/thread-self/schedstat, every `CHECK_INTERVAL`) and does not poll while that wait is over
+`CONTENDED_SHARE` of the interval, looking again after `BACKOFF` (`CpuWatch`).
 
-Polling only pays while a CPU would otherwise sit idle. Where the CPUs are busy it takes them from the
-processes that should answer: two sequential senders in two processes beside a broker on this 2-core VM
-made 25 % fewer sends polling than sleeping, and each waited 14-17 % of the time for a CPU (5-9 % when
-sleeping; one sender alone: 0.5 %). So the polling thread reads its own run-queue wait (Linux's
-/proc/thread-self/schedstat, every `CHECK_INTERVAL`); over `CONTENDED_SHARE` of the interval, it does
-not poll, and looks again after `BACKOFF` (`CpuWatch`).
-
-The client polls by default (`ClientConfig.busy_poll_us`, the limit, 200 µs as KVM's default
-halt_poll_ns); the broker only when `serverBusyPollMicros` (broker.conf) sets a limit, since a server's
-cores are its operator's to spend. 0 turns it off.
+The client polls by default (`ClientConfig.busy_poll_us`); the broker only when
+`serverBusyPollMicros` sets a limit, since a server's cores are its operator's to spend. 0: off.
 """
 
 from __future__ import annotations

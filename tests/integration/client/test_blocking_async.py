@@ -10,8 +10,8 @@ import threading
 import time
 
 from orbitmq import Message
-from orbitmq.client import blocking
 from orbitmq.client.blocking import SendResult, SendStatus
+from orbitmq.client.loop_thread import client_loop
 from orbitmq.common.errors import ClientError
 from orbitmq.testing import ServerProcess
 
@@ -26,7 +26,7 @@ def _hold_the_loop(seconds: float) -> None:
         started.set()
         time.sleep(seconds)
 
-    blocking._loop().loop.call_soon_threadsafe(busy)
+    client_loop().loop.call_soon_threadsafe(busy)
     started.wait(10)
 
 
@@ -57,7 +57,7 @@ async def test_sends_queued_while_the_loop_is_busy_start_in_one_drain_and_each_g
         assert all(r.status is SendStatus.SEND_OK for r in results)
         assert len({r.msg_id for r in results}) == 100
         assert sorted(msg_id for msg_id, _ in callbacks) == sorted(r.msg_id for r in results)
-        assert {thread for _, thread in callbacks} == {blocking._loop().thread}  # on the client loop
+        assert {thread for _, thread in callbacks} == {client_loop().thread}  # on the client loop
         bodies = sorted(m.body.decode() for m in await admin.read_topic(topic))
         assert bodies == sorted(["routes"] + [f"a{i}" for i in range(100)])  # each once
 

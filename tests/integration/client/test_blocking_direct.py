@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from orbitmq import Message, Producer
-from orbitmq.client import blocking
 from orbitmq.client.blocking import SendStatus
+from orbitmq.client.loop_thread import client_loop
 from orbitmq.common.errors import ClientError, ConnectError
 from orbitmq.message.model import MessageQueue
 from orbitmq.testing import ServerProcess, start_broker
@@ -112,7 +112,7 @@ async def test_a_blocking_send_from_the_client_loop_is_refused(
                     except BaseException as exc:
                         outcome.set_exception(exc)
 
-                blocking._loop().loop.call_soon_threadsafe(on_the_loop)
+                client_loop().loop.call_soon_threadsafe(on_the_loop)
                 with pytest.raises(RuntimeError, match="cannot be called from the client loop"):
                     outcome.result(10)
 
@@ -185,7 +185,7 @@ async def test_sends_to_a_chosen_queue_leave_from_the_callers_thread_and_the_sel
 
         chosen = await asyncio.to_thread(scenario)
         assert len(calls) == 40 and {id(t) for t in calls} == {id(calls[0])}  # once each, on the caller
-        assert calls[0] is not blocking._loop().thread
+        assert calls[0] is not client_loop().thread
         for key in range(3):  # one queue per key
             assert len({chosen[f"k{i}"] for i in range(20) if i % 3 == key}) == 1
         stored: dict[str, MessageQueue] = {}

@@ -76,7 +76,7 @@ async def test_stopped_broker_is_avoided_then_tried_again(
                     assert result.status is SendStatus.SEND_OK
                     after.append(result.message_queue.broker_name)
                 assert after.count("broker-a") == 30
-                assert not producer.fault.tolerance.is_available("broker-b")  # a send failed on it
+                assert not producer.path.fault.tolerance.is_available("broker-b")  # a send failed on it
 
                 # broker-b comes back (new port, same name) and is in the route again, but its window
                 # has not passed: sends keep away from it.
@@ -89,7 +89,7 @@ async def test_stopped_broker_is_avoided_then_tried_again(
                 async def b_in_route() -> bool:
                     assert producer.instance is not None
                     await producer.instance.update_topic_route(topic)
-                    queues = producer.publish_info[topic].message_queues
+                    queues = producer.path.publish_info[topic].message_queues
                     return any(mq.broker_name == "broker-b" for mq in queues)
 
                 await eventually(b_in_route, what="broker-b back in the route")
@@ -101,7 +101,7 @@ async def test_stopped_broker_is_avoided_then_tried_again(
 
                 # Past the window, broker-b is picked again (the positive control of the line above).
                 clock.advance(10 * 60 + 1)
-                assert producer.fault.tolerance.is_available("broker-b")
+                assert producer.path.fault.tolerance.is_available("broker-b")
                 used: set[str] = set()
 
                 async def b_used_again() -> bool:

@@ -29,9 +29,9 @@ async def test_sync_async_oneway_and_batch_sends(namesrv: ServerProcess, broker:
         async_result = await task
         assert async_result.status is SendStatus.SEND_OK
         window = [producer.send_async(Message.create(topic, f"w{i}")) for i in range(20)]
-        assert len(producer._pending) == 20  # tracked until done (shutdown waits for them)
+        assert len(producer.path.pending) == 20  # tracked until done (shutdown waits for them)
         await asyncio.gather(*window)
-        assert not producer._pending  # and forgotten once done
+        assert not producer.path.pending  # and forgotten once done
 
         await producer.send_oneway(Message.create(topic, "oneway"))
 
@@ -132,7 +132,7 @@ async def test_validation_happens_before_sending(namesrv: ServerProcess, broker:
             await producer.send_batch([Message("T1", b"a"), Message("T2", b"b")])
         with pytest.raises(ClientError):
             await producer.send_batch([Message.create("T", "a", delay_level=1)])
-        assert producer.publish_info == {}  # nothing was even looked up
+        assert producer.path.publish_info == {}  # nothing was even looked up
 
 
 async def test_send_timeout_budget_is_respected(namesrv: ServerProcess, broker: ServerProcess) -> None:

@@ -90,7 +90,7 @@ async def test_request_gets_the_responders_reply(serve: ServerProcess) -> None:
         tasks = [requester.request_async(Message(topic, b), timeout=15) for b in bodies]
         replies = await asyncio.gather(*tasks)
         assert [r.body for r in replies] == [b"re: " + b for b in bodies]
-        assert not requester._instance().replies.futures  # nothing left waiting
+        assert not requester.path.require_instance().replies.futures  # nothing left waiting
         # storeReplyMessageEnable (default true): the replies are in the reply topic too
         async with Admin(serve) as admin:
             stored = await admin.read_topic("DefaultCluster_REPLY_TOPIC")
@@ -114,7 +114,7 @@ async def test_unanswered_request_times_out(serve: ServerProcess) -> None:
     try:
         with pytest.raises(RequestTimeoutError, match="no reply"):
             await requester.request(Message(topic, b"nobody listens"), timeout=1.0)
-        assert not requester._instance().replies.futures
+        assert not requester.path.require_instance().replies.futures
     finally:
         await requester.shutdown()
 

@@ -1,4 +1,4 @@
-"""The producer's hot path (client/send_call.py): send/send_async answered through a connection callback.
+"""The producer's hot path (send_path.SendCall): send/send_async answered through a connection callback.
 Futures carry results, broker refusals, timeouts and connection loss, each exactly once, and leave the
 producer's pending set."""
 
@@ -38,13 +38,13 @@ async def test_send_async_futures_carry_results_and_refusals(tmp_path: Path, nam
             window = [producer.send_async(Message.create(topic, f"w{i}")) for i in range(30)]
             # Route, address and connection were at hand: futures answered by the connection, no Task.
             assert not any(isinstance(f, asyncio.Task) for f in window)
-            assert len(producer._pending) == 30
+            assert len(producer.path.pending) == 30
             results = await asyncio.wait_for(asyncio.gather(*window), 20)
             assert all(r.status is SendStatus.SEND_OK for r in results)
             assert len({r.msg_id for r in results}) == 30
             assert {r.message_queue.queue_id for r in results} == {0, 1, 2, 3}
             assert all(r.message_queue.topic == topic for r in results)
-            assert not producer._pending
+            assert not producer.path.pending
 
             # The broker refuses a body over its maxMessageSize: not retryable, the future fails with it.
             too_big = [producer.send_async(Message.create(topic, b"x" * 3000)) for _ in range(3)]
@@ -52,7 +52,7 @@ async def test_send_async_futures_carry_results_and_refusals(tmp_path: Path, nam
                 assert isinstance(outcome, BrokerError) and outcome.code == ResponseCode.MESSAGE_ILLEGAL
             with pytest.raises(BrokerError):
                 await producer.send(Message.create(topic, b"x" * 3000))
-            assert not producer._pending and _broker_connection(producer, b).pending_count == 0
+            assert not producer.path.pending and _broker_connection(producer, b).pending_count == 0
 
             stored = await admin.read_topic(topic)
             assert sorted(m.body for m in stored) == sorted(
@@ -81,7 +81,7 @@ async def test_pending_futures_time_out_then_fail_on_connection_loss(
                     asyncio.gather(*timing_out, synced, return_exceptions=True), 20
                 )
                 assert all(isinstance(o, RequestTimeoutError) for o in outcomes), outcomes
-                assert not producer._pending.intersection(timing_out)  # (route refreshes may be there)
+                assert not producer.path.pending.intersection(timing_out)  # (route refreshes may be there)
 
                 lost = [producer.send_async(Message.create(topic, "l"), timeout=30) for _ in range(10)]
                 conn = _broker_connection(producer, broker)
@@ -89,7 +89,7 @@ async def test_pending_futures_time_out_then_fail_on_connection_loss(
                 broker.kill()  # the connection breaks; retries find the broker gone
                 outcomes = await asyncio.wait_for(asyncio.gather(*lost, return_exceptions=True), 20)
                 assert all(isinstance(o, ConnectError) for o in outcomes), outcomes
-                assert not producer._pending.intersection(lost)
+                assert not producer.path.pending.intersection(lost)
                 assert conn.closed and conn.pending_count == 0
             finally:
                 with contextlib.suppress(ProcessLookupError):  # (killed above, unless a check failed)

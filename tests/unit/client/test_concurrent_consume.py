@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from orbitmq.client.consume import ConcurrentConsumeService, Listener
+from orbitmq.client.consume import ConcurrentConsumeService, ConsumeSettings, Listener
 from orbitmq.client.offset_store import RemoteBrokerOffsetStore
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.results import ConsumeStatus, MessageModel
@@ -31,15 +31,9 @@ def _messages(n: int) -> list[MessageExt]:
 def _service(
     listener: Listener, concurrency: int, store: RemoteBrokerOffsetStore | None = None
 ) -> ConcurrentConsumeService:
-    return ConcurrentConsumeService(
-        group="g",
-        listener=listener,
-        concurrency=concurrency,
-        batch_size=1,
-        message_model=MessageModel.CLUSTERING,
-        offset_store=store or RemoteBrokerOffsetStore("g", _NoBackend()),  # type: ignore[arg-type]
-        send_back=_never,
-    )
+    offset_store = store or RemoteBrokerOffsetStore("g", _NoBackend())  # type: ignore[arg-type]
+    settings = ConsumeSettings("g", listener, concurrency, 1, MessageModel.CLUSTERING, offset_store)
+    return ConcurrentConsumeService(settings, send_back=_never)
 
 
 def test_at_most_concurrency_calls_in_submission_order_and_every_offset_committed() -> None:

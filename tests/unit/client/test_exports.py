@@ -29,7 +29,6 @@ def test_blocking_methods_mirror_the_async_ones() -> None:
             not in {
                 "publish_topics",
                 "update_topic_publish_info",
-                "find_publish_info",
                 "subscriptions",
                 "update_topic_subscribe_info",
                 "do_rebalance",

@@ -94,11 +94,11 @@ def test_invalid_group_refused() -> None:
 def test_prepare_sets_uniq_key_and_compresses_large_bodies() -> None:
     producer = Producer("G", "127.0.0.1:1")
     small = Message.create("T", b"x" * 4095, tags="a")
-    prepared = producer._prepare(small)
+    prepared = producer.path.prepare(small)
     assert prepared.sys_flag == 0 and prepared.body == small.body
     assert len(small.properties[P.UNIQ_KEY]) == 32
     big = Message.create("T", b"y" * 4096)
-    prepared = producer._prepare(big)
+    prepared = producer.path.prepare(big)
     assert prepared.sys_flag & 0x1 and prepared.sys_flag & 0x300 == 0x300
     assert decompress_body(prepared.body, prepared.sys_flag) == big.body
     assert decode_properties(prepared.properties)[P.UNIQ_KEY] == big.properties[P.UNIQ_KEY]
@@ -107,7 +107,7 @@ def test_prepare_sets_uniq_key_and_compresses_large_bodies() -> None:
 def test_prepare_moves_retry_counters_to_header_fields() -> None:
     producer = Producer("G", "127.0.0.1:1")
     msg = Message("%RETRY%G", b"x", properties={P.RECONSUME_TIME: "3", P.MAX_RECONSUME_TIMES: "16"})
-    prepared = producer._prepare(msg)
+    prepared = producer.path.prepare(msg)
     assert (prepared.reconsume_times, prepared.max_reconsume_times) == (3, 16)
     props = decode_properties(prepared.properties)
     assert P.RECONSUME_TIME not in props and P.MAX_RECONSUME_TIMES not in props
@@ -121,31 +121,38 @@ def test_header_from_template_equals_built_header(
     sys_flag: int, flag: int, reconsume: int, max_reconsume: int | None, batch: bool
 ) -> None:
     """The per-queue header template plus per-message fields gives the same fields, in the same order,
-    as building the header whole, also after the producer's settings change between sends."""
+    as building the header whole, for different producer settings."""
     clock = FakeClock()
-    producer = Producer("G", "127.0.0.1:9876", clock=clock)
     mq = MessageQueue("T", "b", 3)
     for create_key, queue_nums in (("TBW102", 4), ("TBW102", 4), ("OTHER", 4), ("OTHER", 8)):
-        producer.create_topic_key, producer.default_topic_queue_nums = create_key, queue_nums
-        clock.advance(0.005)
-        got = producer._header(mq, "T", Prepared(b"", sys_flag, "p", reconsume, max_reconsume), flag, batch)
-        want = send_header_v2(
-            group="G",
-            topic="T",
-            queue_id=3,
-            sys_flag=sys_flag,
-            born_timestamp=clock.now_ms(),
-            flag=flag,
-            properties="p",
-            broker_name="b",
-            reconsume_times=reconsume,
-            max_reconsume_times=max_reconsume,
-            batch=batch,
-            default_topic=create_key,
+        producer = Producer(
+            "G",
+            "127.0.0.1:9876",
+            clock=clock,
+            create_topic_key=create_key,
             default_topic_queue_nums=queue_nums,
         )
-        assert list(got.items()) == list(want.items())
-        got["b"] = "changed"  # the caller's copy: the next header must not see it
+        clock.advance(0.005)
+        for _ in range(2):  # from a new template, then from the kept one
+            prepared = Prepared(b"", sys_flag, "p", reconsume, max_reconsume)
+            got = producer.path.header(mq, "T", prepared, flag, batch)
+            want = send_header_v2(
+                group="G",
+                topic="T",
+                queue_id=3,
+                sys_flag=sys_flag,
+                born_timestamp=clock.now_ms(),
+                flag=flag,
+                properties="p",
+                broker_name="b",
+                reconsume_times=reconsume,
+                max_reconsume_times=max_reconsume,
+                batch=batch,
+                default_topic=create_key,
+                default_topic_queue_nums=queue_nums,
+            )
+            assert list(got.items()) == list(want.items())
+            got["b"] = "changed"  # the caller's copy: the next header must not see it
 
 
 def test_header_templates_are_bounded_by_the_producers_option() -> None:
@@ -153,8 +160,8 @@ def test_header_templates_are_bounded_by_the_producers_option() -> None:
     built-in 4096 three queues would keep three templates."""
     producer = Producer("G", "127.0.0.1:9876", max_header_templates=2)
     for queue_id in range(3):
-        header = producer._header(MessageQueue("T", "b", queue_id), "T", Prepared(b"", 0, "p", 0, None))
+        header = producer.path.header(MessageQueue("T", "b", queue_id), "T", Prepared(b"", 0, "p", 0, None))
         assert header["e"] == str(queue_id)
-        assert 1 <= len(producer._header_templates) <= 2
+        assert 1 <= len(producer.path.templates) <= 2
     with pytest.raises(ClientError, match="max_header_templates"):
         Producer("G", "127.0.0.1:9876", max_header_templates=0)
