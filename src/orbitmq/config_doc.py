@@ -20,6 +20,7 @@ from typing import Any
 from orbitmq.acl.plain_config import PlainAccount, PlainAclConfig
 from orbitmq.broker.config import MINIMUMS, ROCKETMQ_BROKER_KEYS, BrokerConfig, broker_key
 from orbitmq.client.config import ClientConfig
+from orbitmq.client.options import LitePullConsumerOptions, ProducerOptions, PushConsumerOptions
 from orbitmq.namesrv.config import ROCKETMQ_NAMESRV_KEYS, NamesrvConfig, namesrv_key
 from orbitmq.spark.options import SinkOptions, SourceOptions
 from orbitmq.store.config import STORE_KINDS, StoreConfig
@@ -203,6 +204,33 @@ SECTIONS: tuple[Section, ...] = (
         "arguments, passed as `config=`.",
         frozenset({"ClientConfig"}),
         (Documented(ClientConfig, lambda name: name),),
+        _named_in_doc,
+        python_values=True,
+    ),
+    Section(
+        "Producer options (ProducerOptions)",
+        "Keyword arguments of `Producer` and `TransactionProducer` (asyncio and blocking), or one "
+        "`options=ProducerOptions(...)`.",
+        frozenset({"ProducerOptions"}),
+        (Documented(ProducerOptions, lambda name: name),),
+        _named_in_doc,
+        python_values=True,
+    ),
+    Section(
+        "Push consumer options (PushConsumerOptions)",
+        "Keyword arguments of `PushConsumer` (asyncio and blocking), or one "
+        "`options=PushConsumerOptions(...)`.",
+        frozenset({"PushConsumerOptions"}),
+        (Documented(PushConsumerOptions, lambda name: name),),
+        _named_in_doc,
+        python_values=True,
+    ),
+    Section(
+        "Lite pull consumer options (LitePullConsumerOptions)",
+        "Keyword arguments of `LitePullConsumer` (asyncio and blocking), or one "
+        "`options=LitePullConsumerOptions(...)`.",
+        frozenset({"LitePullConsumerOptions"}),
+        (Documented(LitePullConsumerOptions, lambda name: name),),
         _named_in_doc,
         python_values=True,
     ),

@@ -75,7 +75,8 @@ class ConsumerOptions:
     much they pull and buffer."""
 
     message_model: MessageModel | str = MessageModel.CLUSTERING
-    """CLUSTERING (the group shares the queues) or BROADCASTING (every consumer reads all)."""
+    """CLUSTERING (the group shares the queues) or BROADCASTING (every consumer reads all)
+    (messageModel)."""
     consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     """Where a group without a committed offset starts (consumeFromWhere)."""
     consume_timestamp_ms: int | None = None

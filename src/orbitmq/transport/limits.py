@@ -31,22 +31,7 @@ LIMIT_KEYS = {
 
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
-    """The limits, each under its config key:
-
-    - `serverMaxFrameSize`: a frame longer than this closes the connection (RocketMQ: 16 MiB,
-      com.rocketmq.remoting.frameMaxLength).
-    - `serverMaxHeaderSize`: a header longer than this closes the connection before it is buffered.
-    - `serverMaxExtFields`: more ext fields than this closes the connection (decode cost stays small).
-    - `serverMaxConnections`: connections beyond this are closed as soon as they are accepted.
-    - `serverMaxInflightPerConnection`: requests of one connection still being processed (held pulls,
-      flush or replication waits); one more is answered SYSTEM_BUSY, so one client cannot hold every slot
-      of the per-code limit.
-    - `serverTurnBudgetMillis`: milliseconds of request handling one connection gets per event-loop turn
-      when a chunk holds several requests; the rest waits for the next turn, so a connection packing
-      costly requests cannot make every other connection (the nameserver's, in `orbitmq serve`) wait.
-    - `serverMaxUnsupportedLogged`: (request code, client) pairs remembered so that an unsupported
-      request is logged at INFO once per pair; past it new pairs are logged at DEBUG only.
-    """
+    """What one client can make a server do, bounded; each field is a config key (docs/configuration.md)."""
 
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     """Bytes of the longest frame; a longer one closes the connection (RocketMQ: 16 MiB, the

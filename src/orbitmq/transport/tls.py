@@ -32,16 +32,7 @@ def _opt(props: Mapping[str, str], key: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TlsServerSettings:
-    """A server's TLS keys (namesrv.conf / broker.conf):
-
-    - `tls.server.mode`: `disabled` (plain only), `permissive` (one port, TLS and plain: the first byte
-      of a TLS connection is a handshake record, 0x16, which no remoting frame starts with below 352 MB),
-      `enforcing` (TLS only). orbitmq defaults to `disabled`: RocketMQ's default `permissive` relies on a
-      throwaway self-signed certificate ("test mode"), which orbitmq does not invent.
-    - `tls.server.certPath`, `tls.server.keyPath`, `tls.server.keyPassword`: the server's certificate;
-    - `tls.server.need.client.auth`: `none`, `optional` or `require` (client certificates, verified
-      against `tls.server.trustCertPath`).
-    """
+    """A server's TLS keys (namesrv.conf / broker.conf), one field each."""
 
     mode: TlsMode = TlsMode.DISABLED
     """disabled (plain only), permissive (one port for TLS and plain: a TLS connection's first byte is
@@ -99,12 +90,7 @@ class TlsServerSettings:
 
 @dataclass(frozen=True, slots=True)
 class TlsClientSettings:
-    """A client's TLS keys (with `tls.enable=true`):
-
-    - `tls.client.authServer`: verify the server's certificate against `tls.client.trustCertPath`;
-    - `tls.client.certPath`, `tls.client.keyPath`, `tls.client.keyPassword`: the client's certificate for
-      servers that need one.
-    """
+    """A client's TLS keys (with `tls.enable=true`), one field each."""
 
     enable: bool = False
     """Connect with TLS (orbitmq's clients: `tls=True` or a TlsClientSettings)."""
