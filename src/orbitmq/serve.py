@@ -23,9 +23,13 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orbitmq.broker.config import BrokerConfig, parse_properties_text
 from orbitmq.common.errors import OrbitError, StoreError
+
+if TYPE_CHECKING:
+    from orbitmq.proxy.server import GrpcEndpoint
 
 
 def default_home() -> Path:
@@ -59,6 +63,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--metrics-port", type=int, help="Prometheus endpoint (off unless set; 0 = free port)"
     )
     parser.add_argument("--console-port", type=int, help="serve the web console too (0 = a free port)")
+    parser.add_argument(
+        "--grpc-port", type=int, help="gRPC endpoint for RocketMQ 5.x clients (0 = a free port)"
+    )
     parser.add_argument("-c", "--config", help="broker.conf for anything else (RocketMQ property names)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     parser.add_argument(
@@ -185,10 +192,15 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
         await namesrv.stop()
         raise
     from orbitmq.console.embedded import OpsEndpoints
+    from orbitmq.proxy import start_grpc_endpoint
 
+    grpc: GrpcEndpoint | None = None
     ops = OpsEndpoints()
     metrics_port = broker_config.metrics_port if args.metrics_port is None else args.metrics_port
     try:
+        grpc_port = broker_config.grpc_server_port if args.grpc_port is None else args.grpc_port
+        if grpc_port >= 0:
+            grpc = await start_grpc_endpoint(broker, grpc_port)
         await ops.start(
             broker=broker,
             namesrv=namesrv,
@@ -200,12 +212,15 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
             [
                 f"namesrv listening on {namesrv.address}",
                 f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
+                *([f"grpc listening on {grpc.address}"] if grpc is not None else []),
                 *ops.announce,
             ]
         )
     finally:
         try:
             await ops.stop()
+            if grpc is not None:
+                await grpc.stop()
             await broker.stop()
         finally:
             await namesrv.stop()

@@ -116,6 +116,8 @@ class BrokerConfig:
     trace_on: bool = True
     # orbitmq's own `metricsPort`: the Prometheus endpoint (-1 off, 0 a free port), bound to brokerIP1.
     metrics_port: int = -1
+    # RocketMQ 5 proxy's `grpcServerPort`: the gRPC endpoint for 5.x clients (orbitmq/proxy; -1 off, 0 free).
+    grpc_server_port: int = -1
     register_name_server_period: int = 30000
     register_broker_timeout_mills: int = 6000
     force_register: bool = True

@@ -1,0 +1,208 @@
+"""apache.rocketmq.v2.MessagingService: each RPC's handler, and the grpc handler table that serves them.
+
+Failures are answered in the response's Status (RocketMQ's Code) with the gRPC status OK, as RocketMQ 5's
+proxy answers; only a Telemetry stream is ended with a gRPC error (INVALID_ARGUMENT), as there. RPCs this
+endpoint does not serve yet answer NOT_IMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from orbitmq.proxy.backend import LocalBroker
+from orbitmq.proxy.call_context import CallContext
+from orbitmq.proxy.local_channel import LocalChannels
+from orbitmq.proxy.pb import definition_pb2 as pb
+from orbitmq.proxy.pb import service_pb2 as spb
+from orbitmq.proxy.route import Router, check_group, check_topic
+from orbitmq.proxy.send import Sender
+from orbitmq.proxy.settings import ClientSettingsTable
+from orbitmq.proxy.status import Code, ProxyError, ok, status
+
+log: Final = logging.getLogger("orbitmq.proxy")
+
+SERVICE_NAME: Final = "apache.rocketmq.v2.MessagingService"
+CONSUMER_TYPES: Final = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER)
+
+Req = TypeVar("Req", bound=Message)
+Resp = TypeVar("Resp", bound=Message)
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class MessagingService:
+    """The RPCs of one gRPC endpoint serving `broker`, reachable on `port`."""
+
+    def __init__(self, broker: LocalBroker, port: int) -> None:
+        self.broker = broker
+        self.router = Router(broker, port)
+        self.settings = ClientSettingsTable(broker)
+        self.channels = LocalChannels(broker.server)
+        self.sender = Sender(broker)
+
+    # ---- unary RPCs ------------------------------------------------------------------------
+
+    async def query_route(self, ctx: CallContext, request: spb.QueryRouteRequest) -> spb.QueryRouteResponse:
+        return self.router.query_route(request)
+
+    async def query_assignment(
+        self, ctx: CallContext, request: spb.QueryAssignmentRequest
+    ) -> spb.QueryAssignmentResponse:
+        return self.router.query_assignment(request)
+
+    async def heartbeat(self, ctx: CallContext, request: spb.HeartbeatRequest) -> spb.HeartbeatResponse:
+        settings = self.settings.raw(ctx.client_id)
+        if settings is None:
+            raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        if settings.client_type in CONSUMER_TYPES:
+            check_group(request.group)
+        elif settings.client_type != pb.PRODUCER:
+            raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, pb.ClientType.Name(settings.client_type))
+        return spb.HeartbeatResponse(status=ok())
+
+    async def notify_client_termination(
+        self, ctx: CallContext, request: spb.NotifyClientTerminationRequest
+    ) -> spb.NotifyClientTerminationResponse:
+        settings = self.settings.remove(ctx.client_id)
+        self.channels.remove(ctx.client_id)
+        if settings is None:
+            raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        if settings.client_type in CONSUMER_TYPES:
+            check_group(request.group)
+        return spb.NotifyClientTerminationResponse(status=ok())
+
+    async def send_message(
+        self, ctx: CallContext, request: spb.SendMessageRequest
+    ) -> spb.SendMessageResponse:
+        channel = self.channels.get(ctx.client_id, ctx.peer)
+        return await self.sender.send(channel, request)
+
+    # ---- Telemetry -------------------------------------------------------------------------
+
+    async def telemetry(
+        self, requests: AsyncIterator[spb.TelemetryCommand], context: Context
+    ) -> AsyncIterator[spb.TelemetryCommand]:
+        """The client's settings in, the server's settings out; the stream stays open for commands
+        the server may send later (transaction checks, thread stacks)."""
+        ctx = CallContext.of(context)
+        try:
+            ctx.require_client_id()
+        except ProxyError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+        async for command in requests:
+            kind = command.WhichOneof("command")
+            if kind != "settings":
+                log.debug("telemetry from %s: %s not handled", ctx.client_id, kind)
+                continue
+            try:
+                answer = self.accept_settings(ctx, command.settings)
+            except ProxyError as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+            yield answer
+
+    def accept_settings(self, ctx: CallContext, settings: pb.Settings) -> spb.TelemetryCommand:
+        kind = settings.WhichOneof("pub_sub")
+        if kind == "publishing":
+            for topic in settings.publishing.topics:
+                check_topic(topic)
+        elif kind == "subscription":
+            check_group(settings.subscription.group)
+        else:
+            raise ProxyError(Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
+        self.settings.update(ctx.client_id, settings)
+        answer = self.settings.answer(ctx.client_id)
+        return spb.TelemetryCommand(status=ok(), settings=answer)
+
+    # ---- the handler table -----------------------------------------------------------------
+
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        """Every MessagingService method, served under apache.rocketmq.v2's service name."""
+        unary: dict[
+            str, tuple[Callable[[CallContext, Any], Awaitable[Message]], type[Message], type[Message]]
+        ]
+        unary = {
+            "QueryRoute": (self.query_route, spb.QueryRouteRequest, spb.QueryRouteResponse),
+            "QueryAssignment": (
+                self.query_assignment,
+                spb.QueryAssignmentRequest,
+                spb.QueryAssignmentResponse,
+            ),
+            "Heartbeat": (self.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
+            "SendMessage": (self.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
+            "NotifyClientTermination": (
+                self.notify_client_termination,
+                spb.NotifyClientTerminationRequest,
+                spb.NotifyClientTerminationResponse,
+            ),
+        }
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+        for name, (method, request_type, response_type) in unary.items():
+            handlers[name] = grpc.unary_unary_rpc_method_handler(
+                _answering(method, response_type),
+                request_deserializer=request_type.FromString,
+                response_serializer=response_type.SerializeToString,
+            )
+        handlers["Telemetry"] = grpc.stream_stream_rpc_method_handler(
+            self.telemetry,
+            request_deserializer=spb.TelemetryCommand.FromString,
+            response_serializer=spb.TelemetryCommand.SerializeToString,
+        )
+        for rpc in spb.DESCRIPTOR.services_by_name["MessagingService"].methods:
+            if rpc.name in handlers:
+                continue
+            request_type = getattr(spb, rpc.input_type.name)
+            response_type = getattr(spb, rpc.output_type.name)
+            factory = (
+                grpc.unary_stream_rpc_method_handler
+                if rpc.server_streaming
+                else grpc.unary_unary_rpc_method_handler
+            )
+            handlers[rpc.name] = factory(
+                _not_implemented(rpc.name, response_type, streaming=rpc.server_streaming),
+                request_deserializer=request_type.FromString,
+                response_serializer=response_type.SerializeToString,
+            )
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    def close(self) -> None:
+        self.channels.close_all()
+
+
+def _answering(
+    method: Callable[[CallContext, Req], Awaitable[Resp]], response_type: type[Resp]
+) -> Callable[[Req, Context], Awaitable[Resp]]:
+    """`method` with the caller's context, its refusals and failures answered in the response's Status."""
+
+    async def call(request: Req, context: Context) -> Resp:
+        try:
+            ctx = CallContext.of(context)
+            ctx.require_client_id()
+            return await method(ctx, request)
+        except ProxyError as exc:
+            return response_type(status=exc.status())
+        except Exception as exc:
+            log.exception("gRPC %s failed", type(request).__name__)
+            return response_type(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    return call
+
+
+def _not_implemented(name: str, response_type: type[Message], *, streaming: bool) -> Callable[..., Any]:
+    def answer() -> Message:
+        return response_type(status=status(Code.NOT_IMPLEMENTED, f"{name} is not served by orbitmq yet"))
+
+    if streaming:
+
+        async def stream(request: Message, context: Context) -> AsyncIterator[Message]:
+            yield answer()
+
+        return stream
+
+    async def unary(request: Message, context: Context) -> Message:
+        return answer()
+
+    return unary
