@@ -12,9 +12,13 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.common.errors import OrbitError, StoreError
+
+if TYPE_CHECKING:
+    from orbitmq.proxy.server import GrpcEndpoint
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -61,7 +65,13 @@ async def serve(config: BrokerConfig) -> None:
     if app.ha_listen_addr is not None:
         announce.append(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}")
     metrics = None
+    grpc: GrpcEndpoint | None = None
     try:
+        if config.grpc_server_port >= 0:  # RocketMQ 5.x clients' endpoint (orbitmq/proxy)
+            from orbitmq.proxy import start_grpc_endpoint
+
+            grpc = await start_grpc_endpoint(app, config.grpc_server_port)
+            announce.append(f"grpc listening on {grpc.address}")
         if config.metrics_port >= 0:
             try:
                 from orbitmq.broker.metrics import BrokerCollector
@@ -75,6 +85,8 @@ async def serve(config: BrokerConfig) -> None:
             announce.append(f"metrics listening on {metrics.url}")
         await loop.wait_for_stop_signal(announce)
     finally:
+        if grpc is not None:
+            await grpc.stop()
         if metrics is not None:
             await metrics.stop()
         await app.stop()

@@ -4,10 +4,13 @@ Telemetry (settings both ways), Heartbeat, QueryAssignment, NotifyClientTerminat
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
+from pathlib import Path
 
+import grpc
 import pytest
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 from rocketmq.grpc_protocol import (
@@ -26,7 +29,11 @@ from rocketmq.grpc_protocol import (
     TelemetryCommand,
 )
 
-from .conftest import MAX_MESSAGE_SIZE, GrpcServe, metadata, unique
+from orbitmq.client.config import ClientConfig
+from orbitmq.client.instance import ClientInstance
+from orbitmq.testing import ServerProcess, start_broker, start_namesrv
+
+from .conftest import MAX_MESSAGE_SIZE, GrpcServe, grpc_address, metadata, unique
 
 
 def endpoints(serve: GrpcServe) -> Endpoints:
@@ -234,3 +241,26 @@ def test_the_official_producer_starts_sends_and_stops(serve: GrpcServe) -> None:
         assert refused is not None and "exceeds the threshold" in str(refused), refused
     finally:
         producer.shutdown()
+
+
+def test_orbitmq_broker_serves_grpc_with_grpc_server_port(tmp_path: Path) -> None:
+    with (
+        start_namesrv(tmp_path) as namesrv,
+        start_broker(tmp_path, namesrv.address, grpcServerPort=0) as broker,
+    ):
+        address = grpc_address(broker)
+        serve = GrpcServe(broker, address)
+        topic = unique("BrokerGrpc")
+        asyncio.run(_create_on(broker, namesrv.address, topic))
+        with grpc.insecure_channel(address) as channel:
+            answer = route(MessagingServiceStub(channel), serve, topic)
+        assert answer.status.code == Code.OK
+        assert len(answer.message_queues) == 4
+
+
+async def _create_on(broker: ServerProcess, namesrv: str, topic: str) -> None:
+    instance = ClientInstance(ClientConfig(namesrv_addrs=[namesrv]))
+    try:
+        await instance.api.create_topic(broker.broker_addr, topic)
+    finally:
+        await instance.shutdown()
