@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -20,9 +19,10 @@ from orbitmq.protocol.frames import FrameDecoder
 from orbitmq.transport.connection import Buffer, Connection
 from orbitmq.transport.server import RemotingServer
 
-log: Final = logging.getLogger("orbitmq.proxy")
-
 DEFAULT_MAX_CHANNELS: Final = 10000  # clients with a channel at once; the least recently used goes
+
+# The broker calling a client (a transaction check, a consumer-ids notice): (client id, request).
+BrokerRequestHandler = Callable[[str, RemotingCommand], None]
 
 
 class _MemoryTransport(asyncio.Transport):
@@ -66,8 +66,15 @@ class _MemoryTransport(asyncio.Transport):
 class LocalChannel:
     """One client's connection to the broker in this process; `invoke` sends a request, returns the answer."""
 
-    def __init__(self, server: RemotingServer, peer: tuple[str, int], name: str) -> None:
+    def __init__(
+        self,
+        server: RemotingServer,
+        peer: tuple[str, int],
+        name: str,
+        on_request: BrokerRequestHandler | None = None,
+    ) -> None:
         self.name = name
+        self._on_request = on_request
         self._decoder = FrameDecoder(server.limits.max_frame_size, server.limits.max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         host, _, port = server.address.rpartition(":")
@@ -113,9 +120,8 @@ class LocalChannel:
         for frame in self._decoder.feed(bytes(data)):
             cmd = decode_command(frame)
             if not cmd.is_response:
-                # The broker calling the client (a transaction check, a consumer-ids notice): 5.x
-                # clients get such commands over Telemetry, which does not relay them yet.
-                log.debug("%s: broker request code %d not relayed", self.name, cmd.code)
+                if self._on_request is not None:
+                    self._on_request(self.name, cmd)
                 continue
             future = self._pending.get(cmd.opaque)
             if future is not None and not future.done():
@@ -125,10 +131,16 @@ class LocalChannel:
 class LocalChannels:
     """The local channel of each client id, at most `max_channels` (the least recently used closes)."""
 
-    def __init__(self, server: RemotingServer, max_channels: int = DEFAULT_MAX_CHANNELS) -> None:
+    def __init__(
+        self,
+        server: RemotingServer,
+        on_request: BrokerRequestHandler | None = None,
+        max_channels: int = DEFAULT_MAX_CHANNELS,
+    ) -> None:
         if max_channels < 1:
             raise ValueError(f"max_channels must be at least 1, not {max_channels}")
         self._server = server
+        self._on_request = on_request
         self._max = max_channels
         self._channels: collections.OrderedDict[str, LocalChannel] = collections.OrderedDict()
 
@@ -137,7 +149,8 @@ class LocalChannels:
         if channel is not None and not channel.closed:
             self._channels.move_to_end(client_id)
             return channel
-        channel = self._channels[client_id] = LocalChannel(self._server, peer, client_id)
+        channel = LocalChannel(self._server, peer, client_id, self._on_request)
+        self._channels[client_id] = channel
         while len(self._channels) > self._max:
             _, oldest = self._channels.popitem(last=False)
             oldest.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from orbitmq.message import properties as P
 from orbitmq.message.property_string import encode_properties
@@ -23,26 +22,21 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.headers import SendMessageRequestHeader
 from orbitmq.protocol.perm import is_writeable
 from orbitmq.proxy.backend import LocalBroker
+from orbitmq.proxy.convert import (
+    BORN_HOST,
+    BORN_TIMESTAMP,
+    SHARDING_KEY,
+    SYSTEM,
+    TIMER_DELIVER_MS,
+    TRACE_CONTEXT,
+)
 from orbitmq.proxy.local_channel import LocalChannel
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.queue_select import QueueSelector
 from orbitmq.proxy.route import check_topic, find_topic
 from orbitmq.proxy.status import Code, ProxyError, from_remoting, status
-
-SHARDING_KEY: Final = "__SHARDINGKEY"
-TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
-TRACE_CONTEXT: Final = "TRACE_CONTEXT"
-BORN_HOST: Final = "__BORNHOST"
-BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
-# Names RocketMQ 5 reserves beyond 4.x's (a user property may not take them either).
-RESERVED: Final = P.RESERVED | {
-    SHARDING_KEY,
-    TIMER_DELIVER_MS,
-    "TIMER_DELAY_SEC",
-    "TIMER_DELAY_MS",
-    "__STARTDELIVERTIME",
-}
+from orbitmq.proxy.transaction import transaction_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +126,7 @@ class Sender:
         size = 0
         props: dict[str, str] = {}
         for key, value in user.items():
-            if key in RESERVED:
+            if key in SYSTEM:
                 raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
             if not key or _has_control(key) or _has_control(value) or "\x01" in key or "\x02" in value:
                 raise ProxyError(
@@ -205,12 +199,14 @@ class Sender:
                 status=status(code, answer.remark or f"send failed, code {answer.code}")
             )
         ext = answer.ext_fields
+        offset = int(ext.get("queueOffset", "0"))
         return spb.SendResultEntry(
             status=status(Code.OK),
             message_id=props[P.UNIQ_KEY],
-            # the broker's offset message id: it locates the half message for EndTransaction
-            transaction_id=ext.get("msgId", "") if sys_flag & TRANSACTION_PREPARED_TYPE else "",
-            offset=int(ext.get("queueOffset", "0")),
+            transaction_id=transaction_id(ext.get("msgId", ""), offset)
+            if sys_flag & TRANSACTION_PREPARED_TYPE
+            else "",
+            offset=offset,
         )
 
 

@@ -7,31 +7,40 @@ endpoint does not serve yet answer NOT_IMPLEMENTED.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
+from orbitmq.protocol.codes import RequestCode
+from orbitmq.protocol.command import RemotingCommand
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.call_context import CallContext
 from orbitmq.proxy.local_channel import LocalChannels
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
+from orbitmq.proxy.registration import register, unregister
 from orbitmq.proxy.route import Router, check_group, check_topic
 from orbitmq.proxy.send import Sender
 from orbitmq.proxy.settings import ClientSettingsTable
 from orbitmq.proxy.status import Code, ProxyError, ok, status
+from orbitmq.proxy.transaction import end_transaction, recover_command
 
 log: Final = logging.getLogger("orbitmq.proxy")
 
 SERVICE_NAME: Final = "apache.rocketmq.v2.MessagingService"
 CONSUMER_TYPES: Final = (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER)
+TELEMETRY_QUEUE: Final = 1024  # commands waiting for one client's stream; more are dropped (logged)
 
 Req = TypeVar("Req", bound=Message)
 Resp = TypeVar("Resp", bound=Message)
-Context = grpc.aio.ServicerContext[Any, Any]
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+# What a Telemetry stream sends: a command, a refusal that ends it, or None when the client's side ended.
+Outgoing: TypeAlias = "spb.TelemetryCommand | ProxyError | None"
 
 
 class MessagingService:
@@ -41,8 +50,10 @@ class MessagingService:
         self.broker = broker
         self.router = Router(broker, port)
         self.settings = ClientSettingsTable(broker)
-        self.channels = LocalChannels(broker.server)
+        self.channels = LocalChannels(broker.server, self._broker_request)
         self.sender = Sender(broker)
+        # Each client's open Telemetry stream: what the server sends it goes through this queue.
+        self._streams: dict[str, asyncio.Queue[Outgoing]] = {}
 
     # ---- unary RPCs ------------------------------------------------------------------------
 
@@ -62,47 +73,80 @@ class MessagingService:
             check_group(request.group)
         elif settings.client_type != pb.PRODUCER:
             raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, pb.ClientType.Name(settings.client_type))
+        await register(self.channels.get(ctx.client_id, ctx.peer), ctx.client_id, settings)
         return spb.HeartbeatResponse(status=ok())
 
     async def notify_client_termination(
         self, ctx: CallContext, request: spb.NotifyClientTerminationRequest
     ) -> spb.NotifyClientTerminationResponse:
         settings = self.settings.remove(ctx.client_id)
-        self.channels.remove(ctx.client_id)
         if settings is None:
+            self.channels.remove(ctx.client_id)
             raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
-        if settings.client_type in CONSUMER_TYPES:
-            check_group(request.group)
+        try:
+            if settings.client_type in CONSUMER_TYPES:
+                check_group(request.group)
+            await unregister(self.channels.get(ctx.client_id, ctx.peer), ctx.client_id, settings)
+        finally:
+            self.channels.remove(ctx.client_id)
         return spb.NotifyClientTerminationResponse(status=ok())
 
     async def send_message(
         self, ctx: CallContext, request: spb.SendMessageRequest
     ) -> spb.SendMessageResponse:
-        channel = self.channels.get(ctx.client_id, ctx.peer)
-        return await self.sender.send(channel, request)
+        return await self.sender.send(self.channels.get(ctx.client_id, ctx.peer), request)
+
+    async def end_transaction(
+        self, ctx: CallContext, request: spb.EndTransactionRequest
+    ) -> spb.EndTransactionResponse:
+        return await end_transaction(self.channels.get(ctx.client_id, ctx.peer), request)
 
     # ---- Telemetry -------------------------------------------------------------------------
 
     async def telemetry(
         self, requests: AsyncIterator[spb.TelemetryCommand], context: Context
     ) -> AsyncIterator[spb.TelemetryCommand]:
-        """The client's settings in, the server's settings out; the stream stays open for commands
-        the server may send later (transaction checks, thread stacks)."""
+        """The client's settings in, the server's settings out; the stream stays open for the commands
+        the server sends later (transaction check-backs)."""
         ctx = CallContext.of(context)
         try:
             ctx.require_client_id()
         except ProxyError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
-        async for command in requests:
-            kind = command.WhichOneof("command")
-            if kind != "settings":
-                log.debug("telemetry from %s: %s not handled", ctx.client_id, kind)
-                continue
-            try:
-                answer = self.accept_settings(ctx, command.settings)
-            except ProxyError as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
-            yield answer
+        outbox: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=TELEMETRY_QUEUE)
+        self._streams[ctx.client_id] = outbox
+        reader = asyncio.ensure_future(self._read_telemetry(ctx, requests, outbox))
+        try:
+            while (item := await outbox.get()) is not None:
+                if isinstance(item, ProxyError):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, item.message)
+                yield item
+        finally:
+            reader.cancel()
+            if self._streams.get(ctx.client_id) is outbox:
+                del self._streams[ctx.client_id]
+
+    async def _read_telemetry(
+        self, ctx: CallContext, requests: AsyncIterator[spb.TelemetryCommand], outbox: asyncio.Queue[Outgoing]
+    ) -> None:
+        try:
+            async for command in requests:
+                kind = command.WhichOneof("command")
+                if kind != "settings":
+                    log.debug("telemetry from %s: %s not handled", ctx.client_id, kind)
+                    continue
+                try:
+                    answer = self.accept_settings(ctx, command.settings)
+                    await register(
+                        self.channels.get(ctx.client_id, ctx.peer), ctx.client_id, command.settings
+                    )
+                except ProxyError as exc:
+                    await outbox.put(exc)
+                    return
+                await outbox.put(answer)
+        finally:
+            with contextlib.suppress(asyncio.QueueFull):
+                outbox.put_nowait(None)
 
     def accept_settings(self, ctx: CallContext, settings: pb.Settings) -> spb.TelemetryCommand:
         kind = settings.WhichOneof("pub_sub")
@@ -116,6 +160,24 @@ class MessagingService:
         self.settings.update(ctx.client_id, settings)
         answer = self.settings.answer(ctx.client_id)
         return spb.TelemetryCommand(status=ok(), settings=answer)
+
+    def _broker_request(self, client_id: str, request: RemotingCommand) -> None:
+        """The broker calling a client: a transaction check goes to its Telemetry stream."""
+        if request.code != RequestCode.CHECK_TRANSACTION_STATE:
+            log.debug("broker request code %d to %s not relayed", request.code, client_id)
+            return
+        outbox = self._streams.get(client_id)
+        if outbox is None:
+            log.info("transaction check for %s: it has no Telemetry stream", client_id)
+            return
+        try:
+            outbox.put_nowait(recover_command(request))
+        except asyncio.QueueFull:
+            log.warning(
+                "transaction check for %s dropped: %d commands wait already", client_id, outbox.qsize()
+            )
+        except Exception:
+            log.exception("transaction check for %s could not be relayed", client_id)
 
     # ---- the handler table -----------------------------------------------------------------
 
@@ -133,6 +195,7 @@ class MessagingService:
             ),
             "Heartbeat": (self.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
             "SendMessage": (self.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
+            "EndTransaction": (self.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
             "NotifyClientTermination": (
                 self.notify_client_termination,
                 spb.NotifyClientTerminationRequest,

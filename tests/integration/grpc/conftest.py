@@ -4,6 +4,7 @@ Python client (rocketmq-python-client 5.1.2, module `rocketmq`) and by its gener
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import re
 import time
@@ -71,17 +72,24 @@ def grpc_address(proc: ServerProcess, timeout: float = 15.0) -> str:
     raise AssertionError(f"serve printed no grpc line within {timeout}s\n{proc.log_tail()}")
 
 
+@contextlib.contextmanager
+def grpc_serve(workdir: Path, **conf: object) -> Iterator[GrpcServe]:
+    """`orbitmq serve --grpc-port 0` with short delay levels, small store files and `conf`."""
+    props: dict[str, object] = {
+        "messageDelayLevel": SHORT_DELAY_LEVELS,
+        "maxMessageSize": MAX_MESSAGE_SIZE,
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 20 * 6000,
+        **conf,
+    }
+    with start_serve(workdir, extra_args=("--grpc-port", "0"), **props) as proc:
+        yield GrpcServe(proc, grpc_address(proc))
+
+
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[GrpcServe]:
-    with start_serve(
-        tmp_path,
-        extra_args=("--grpc-port", "0"),
-        messageDelayLevel=SHORT_DELAY_LEVELS,
-        maxMessageSize=MAX_MESSAGE_SIZE,
-        mappedFileSizeCommitLog=16 * 1024 * 1024,
-        mappedFileSizeConsumeQueue=20 * 6000,
-    ) as proc:
-        yield GrpcServe(proc, grpc_address(proc))
+    with grpc_serve(tmp_path) as running:
+        yield running
 
 
 def metadata(client_id: str | None = None) -> list[tuple[str, str]]:
