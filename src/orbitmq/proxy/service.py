@@ -20,9 +20,11 @@ from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.call_context import CallContext
+from orbitmq.proxy.consume import Consumption
 from orbitmq.proxy.local_channel import LocalChannels
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
+from orbitmq.proxy.pop import PopService
 from orbitmq.proxy.registration import register, unregister
 from orbitmq.proxy.route import Router, check_group, check_topic
 from orbitmq.proxy.send import Sender
@@ -52,6 +54,7 @@ class MessagingService:
         self.settings = ClientSettingsTable(broker)
         self.channels = LocalChannels(broker.server, self._broker_request)
         self.sender = Sender(broker)
+        self.consumption = Consumption(self.settings, PopService(broker))
         # Each client's open Telemetry stream: what the server sends it goes through this queue.
         self._streams: dict[str, asyncio.Queue[Outgoing]] = {}
 
@@ -100,6 +103,40 @@ class MessagingService:
         self, ctx: CallContext, request: spb.EndTransactionRequest
     ) -> spb.EndTransactionResponse:
         return await end_transaction(self.channels.get(ctx.client_id, ctx.peer), request)
+
+    async def ack_message(self, ctx: CallContext, request: spb.AckMessageRequest) -> spb.AckMessageResponse:
+        return await self.consumption.ack(self.channels.get(ctx.client_id, ctx.peer), request)
+
+    async def change_invisible_duration(
+        self, ctx: CallContext, request: spb.ChangeInvisibleDurationRequest
+    ) -> spb.ChangeInvisibleDurationResponse:
+        return self.consumption.change_invisible(request)
+
+    async def forward_to_dead_letter_queue(
+        self, ctx: CallContext, request: spb.ForwardMessageToDeadLetterQueueRequest
+    ) -> spb.ForwardMessageToDeadLetterQueueResponse:
+        channel = self.channels.get(ctx.client_id, ctx.peer)
+        return await self.consumption.forward_to_dead_letter_queue(channel, request)
+
+    async def receive_message(
+        self, request: spb.ReceiveMessageRequest, context: Context
+    ) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        """A server stream: Status OK and the messages, or one Status."""
+        try:
+            ctx = CallContext.of(context)
+            ctx.require_client_id()
+            channel = self.channels.get(ctx.client_id, ctx.peer)
+            answers = await self.consumption.receive(
+                ctx.client_id, channel, request, context.time_remaining()
+            )
+        except ProxyError as exc:
+            answers = [spb.ReceiveMessageResponse(status=exc.status())]
+        except Exception as exc:
+            log.exception("gRPC ReceiveMessage failed")
+            failure = status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+            answers = [spb.ReceiveMessageResponse(status=failure)]
+        for answer in answers:
+            yield answer
 
     # ---- Telemetry -------------------------------------------------------------------------
 
@@ -196,6 +233,17 @@ class MessagingService:
             "Heartbeat": (self.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
             "SendMessage": (self.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
             "EndTransaction": (self.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
+            "AckMessage": (self.ack_message, spb.AckMessageRequest, spb.AckMessageResponse),
+            "ChangeInvisibleDuration": (
+                self.change_invisible_duration,
+                spb.ChangeInvisibleDurationRequest,
+                spb.ChangeInvisibleDurationResponse,
+            ),
+            "ForwardMessageToDeadLetterQueue": (
+                self.forward_to_dead_letter_queue,
+                spb.ForwardMessageToDeadLetterQueueRequest,
+                spb.ForwardMessageToDeadLetterQueueResponse,
+            ),
             "NotifyClientTermination": (
                 self.notify_client_termination,
                 spb.NotifyClientTerminationRequest,
@@ -209,6 +257,11 @@ class MessagingService:
                 request_deserializer=request_type.FromString,
                 response_serializer=response_type.SerializeToString,
             )
+        handlers["ReceiveMessage"] = grpc.unary_stream_rpc_method_handler(
+            self.receive_message,
+            request_deserializer=spb.ReceiveMessageRequest.FromString,
+            response_serializer=spb.ReceiveMessageResponse.SerializeToString,
+        )
         handlers["Telemetry"] = grpc.stream_stream_rpc_method_handler(
             self.telemetry,
             request_deserializer=spb.TelemetryCommand.FromString,
