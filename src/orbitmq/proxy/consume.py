@@ -1,8 +1,8 @@
 """ReceiveMessage, AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue: the checks and
 answers of RocketMQ 5's proxy, over pop.py's in-flight table.
 
-A receive answers, as a stream, either a Status OK followed by the messages (each with its receipt
-handle, invisible duration and delivery attempt) or one Status (MESSAGE_NOT_FOUND when none came).
+A receive answers, as a stream, either a Status OK, the delivery timestamp and the messages (each with
+its receipt handle, invisible duration and delivery attempt), or one Status (MESSAGE_NOT_FOUND: none).
 """
 
 from __future__ import annotations
@@ -112,6 +112,11 @@ class Consumption:
         if not deliveries:
             return [spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]
         answers = [spb.ReceiveMessageResponse(status=ok())]
+        # When delivery started: the clients measure their receive latency from it (the Python
+        # PushConsumer needs it).
+        started = spb.ReceiveMessageResponse()
+        started.delivery_timestamp.GetCurrentTime()
+        answers.append(started)
         for delivery in deliveries:
             message = to_pb(delivery.message)
             system = message.system_properties

@@ -177,10 +177,8 @@ class PopService:
                 break
             queue_id = (state.turn + i) % queue_count
             queue = state.queues.setdefault(queue_id, QueueState())
-            if queue.next_offset < 0:
-                queue.next_offset = queue.committed = await self._start_offset(
-                    channel, group, topic, queue_id
-                )
+            if queue.next_offset < 0:  # (committed stays -1: the start is committed below, kept)
+                queue.next_offset = await self._start_offset(channel, group, topic, queue_id)
             wanted = min(batch - len(out), room)
             for message in await self._pull(
                 channel, queue, wanted, group=group, topic=topic, queue_id=queue_id, tags=tags

@@ -64,7 +64,10 @@ def grpc_address(proc: ServerProcess, timeout: float = 15.0) -> str:
     """The address of serve's `grpc listening on HOST:PORT` line."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for line in proc.stdout_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        lines = proc.stdout_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # (a restarted process appends to the same file: only the lines after its own first one count)
+        starts = [i for i, line in enumerate(lines) if line.startswith(("namesrv listening", "broker "))]
+        for line in lines[starts[-1] if starts else 0 :]:
             match = GRPC_LINE.match(line.strip())
             if match:
                 return match.group(1)

@@ -209,11 +209,11 @@ def test_query_assignment_gives_the_broker_to_pop_from(serve: GrpcServe, stub: M
 
 
 def test_unserved_rpcs_answer_not_implemented(serve: GrpcServe, stub: MessagingServiceStub) -> None:
-    from rocketmq.grpc_protocol import AckMessageRequest, ReceiveMessageRequest
+    from rocketmq.grpc_protocol import PullMessageRequest, RecallMessageRequest
 
-    answer = stub.AckMessage(AckMessageRequest(), metadata=metadata("n-1"), timeout=5)
+    answer = stub.RecallMessage(RecallMessageRequest(), metadata=metadata("n-1"), timeout=5)
     assert answer.status.code == Code.NOT_IMPLEMENTED
-    [streamed] = list(stub.ReceiveMessage(ReceiveMessageRequest(), metadata=metadata("n-1"), timeout=5))
+    [streamed] = list(stub.PullMessage(PullMessageRequest(), metadata=metadata("n-1"), timeout=5))
     assert streamed.status.code == Code.NOT_IMPLEMENTED
 
 
