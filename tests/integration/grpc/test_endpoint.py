@@ -209,7 +209,8 @@ def test_query_assignment_gives_the_broker_to_pop_from(serve: GrpcServe, stub: M
 
 
 def test_unserved_rpcs_answer_not_implemented(serve: GrpcServe, stub: MessagingServiceStub) -> None:
-    from rocketmq.grpc_protocol import PullMessageRequest, RecallMessageRequest
+    from rocketmq.grpc_protocol import RecallMessageRequest
+    from rocketmq.grpc_protocol.service_pb2 import PullMessageRequest
 
     answer = stub.RecallMessage(RecallMessageRequest(), metadata=metadata("n-1"), timeout=5)
     assert answer.status.code == Code.NOT_IMPLEMENTED
