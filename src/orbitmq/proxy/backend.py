@@ -22,6 +22,12 @@ class BrokerSettings(Protocol):
     @property
     def max_message_size(self) -> int: ...
 
+    @property
+    def acl_enable(self) -> bool: ...
+
+    @property
+    def extra(self) -> Mapping[str, str]: ...
+
 
 class TopicView(Protocol):
     @property

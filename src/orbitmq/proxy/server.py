@@ -14,6 +14,7 @@ import grpc
 
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.service import MessagingService
+from orbitmq.transport.tls import TlsMode, TlsServerSettings
 
 log: Final = logging.getLogger("orbitmq.proxy")
 
@@ -36,6 +37,7 @@ class GrpcEndpoint:
         return f"{self.host}:{self.port}"
 
     async def start(self) -> None:
+        refuse_unguarded(self._broker)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
@@ -61,6 +63,18 @@ class GrpcEndpoint:
             await server.stop(STOP_GRACE_S)
         if self.service is not None:
             self.service.close()
+
+
+def refuse_unguarded(broker: LocalBroker) -> None:
+    """The endpoint checks neither 5.x signatures nor TLS yet: with aclEnable=true or TLS enforced on the
+    broker it would be a way around them, so it does not start (ValueError naming the setting)."""
+    config = broker.config
+    if config.acl_enable:
+        raise ValueError(
+            "the gRPC endpoint does not check ACL signatures yet: it cannot run with aclEnable=true"
+        )
+    if TlsServerSettings.from_properties(config.extra).mode is TlsMode.ENFORCING:
+        raise ValueError("the gRPC endpoint has no TLS yet: it cannot run with tls.server.mode=enforcing")
 
 
 async def start_grpc_endpoint(broker: LocalBroker, port: int, host: str | None = None) -> GrpcEndpoint:
