@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from orbitmq.acl.validator import PlainAccessValidator
 from orbitmq.transport.server import RemotingServer
 
 
@@ -21,9 +22,6 @@ class BrokerSettings(Protocol):
 
     @property
     def max_message_size(self) -> int: ...
-
-    @property
-    def acl_enable(self) -> bool: ...
 
     @property
     def extra(self) -> Mapping[str, str]: ...
@@ -75,3 +73,6 @@ class LocalBroker(Protocol):
 
     @property
     def delay_levels_ms(self) -> Sequence[int]: ...
+
+    @property
+    def acl(self) -> PlainAccessValidator | None: ...

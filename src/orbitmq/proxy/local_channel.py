@@ -14,8 +14,12 @@ import collections
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from orbitmq.acl.errors import AclError
+from orbitmq.acl.validator import PlainAccessValidator
+from orbitmq.protocol.acl_sign import sign_ext_fields
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
 from orbitmq.protocol.frames import FrameDecoder
+from orbitmq.proxy.auth import refusal
 from orbitmq.transport.connection import Buffer, Connection
 from orbitmq.transport.server import RemotingServer
 
@@ -72,9 +76,14 @@ class LocalChannel:
         peer: tuple[str, int],
         name: str,
         on_request: BrokerRequestHandler | None = None,
+        acl: PlainAccessValidator | None = None,
     ) -> None:
         self.name = name
         self._on_request = on_request
+        # With aclEnable: every request passes the broker's check, signed with the client's verified
+        # account (auth.py) when it has one.
+        self._acl = acl
+        self.credentials: tuple[str, str] | None = None
         self._decoder = FrameDecoder(server.limits.max_frame_size, server.limits.max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         host, _, port = server.address.rpartition(":")
@@ -99,6 +108,13 @@ class LocalChannel:
         """Hand `request` to the broker as if it came from this client; its answer, or TimeoutError."""
         if self._conn.closed:
             raise ConnectionError(f"local channel {self.name} is closed")
+        if self._acl is not None:
+            if self.credentials is not None:
+                sign_ext_fields(request.ext_fields, request.body_bytes(), *self.credentials)
+            try:
+                self._acl.check(request, self._conn.remote_address)
+            except AclError as exc:
+                raise refusal(exc) from None
         future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         opaque = request.opaque
         self._pending[opaque] = future
@@ -136,11 +152,13 @@ class LocalChannels:
         server: RemotingServer,
         on_request: BrokerRequestHandler | None = None,
         max_channels: int = DEFAULT_MAX_CHANNELS,
+        acl: PlainAccessValidator | None = None,
     ) -> None:
         if max_channels < 1:
             raise ValueError(f"max_channels must be at least 1, not {max_channels}")
         self._server = server
         self._on_request = on_request
+        self._acl = acl
         self._max = max_channels
         self._channels: collections.OrderedDict[str, LocalChannel] = collections.OrderedDict()
 
@@ -149,7 +167,7 @@ class LocalChannels:
         if channel is not None and not channel.closed:
             self._channels.move_to_end(client_id)
             return channel
-        channel = LocalChannel(self._server, peer, client_id, self._on_request)
+        channel = LocalChannel(self._server, peer, client_id, self._on_request, self._acl)
         self._channels[client_id] = channel
         while len(self._channels) > self._max:
             _, oldest = self._channels.popitem(last=False)

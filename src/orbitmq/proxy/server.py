@@ -66,14 +66,9 @@ class GrpcEndpoint:
 
 
 def refuse_unguarded(broker: LocalBroker) -> None:
-    """The endpoint checks neither 5.x signatures nor TLS yet: with aclEnable=true or TLS enforced on the
-    broker it would be a way around them, so it does not start (ValueError naming the setting)."""
-    config = broker.config
-    if config.acl_enable:
-        raise ValueError(
-            "the gRPC endpoint does not check ACL signatures yet: it cannot run with aclEnable=true"
-        )
-    if TlsServerSettings.from_properties(config.extra).mode is TlsMode.ENFORCING:
+    """The endpoint has no TLS yet: beside a broker that enforces TLS it would be a way around it, so it
+    does not start (ValueError naming the setting)."""
+    if TlsServerSettings.from_properties(broker.config.extra).mode is TlsMode.ENFORCING:
         raise ValueError("the gRPC endpoint has no TLS yet: it cannot run with tls.server.mode=enforcing")
 
 

@@ -16,8 +16,10 @@ from typing import Any, Final, TypeAlias, TypeVar
 import grpc
 from google.protobuf.message import Message
 
+from orbitmq.acl.errors import AclError
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.proxy.auth import authenticate, refusal
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.call_context import CallContext
 from orbitmq.proxy.consume import Consumption
@@ -52,11 +54,24 @@ class MessagingService:
         self.broker = broker
         self.router = Router(broker, port)
         self.settings = ClientSettingsTable(broker)
-        self.channels = LocalChannels(broker.server, self._broker_request)
+        self.channels = LocalChannels(broker.server, self._broker_request, acl=broker.acl)
         self.sender = Sender(broker)
         self.consumption = Consumption(self.settings, PopService(broker))
         # Each client's open Telemetry stream: what the server sends it goes through this queue.
         self._streams: dict[str, asyncio.Queue[Outgoing]] = {}
+
+    def authenticate(self, ctx: CallContext) -> None:
+        """With aclEnable: a verified signature, or an address the ACL lets in unsigned (auth.py)."""
+        validator = self.broker.acl
+        if validator is None:
+            return
+        credentials = authenticate(validator, ctx)
+        self.channels.get(ctx.client_id, ctx.peer).credentials = credentials
+        if credentials is None:
+            try:
+                validator.check(RemotingCommand.request(RequestCode.HEART_BEAT), "{}:{}".format(*ctx.peer))
+            except AclError as exc:
+                raise refusal(exc) from None
 
     # ---- unary RPCs ------------------------------------------------------------------------
 
@@ -125,6 +140,7 @@ class MessagingService:
         try:
             ctx = CallContext.of(context)
             ctx.require_client_id()
+            self.authenticate(ctx)
             channel = self.channels.get(ctx.client_id, ctx.peer)
             answers = await self.consumption.receive(
                 ctx.client_id, channel, request, context.time_remaining()
@@ -148,8 +164,11 @@ class MessagingService:
         ctx = CallContext.of(context)
         try:
             ctx.require_client_id()
+            self.authenticate(ctx)
         except ProxyError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+            refused = exc.code in (Code.UNAUTHORIZED, Code.FORBIDDEN)
+            code = grpc.StatusCode.UNAUTHENTICATED if refused else grpc.StatusCode.INVALID_ARGUMENT
+            await context.abort(code, exc.message)
         outbox: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=TELEMETRY_QUEUE)
         self._streams[ctx.client_id] = outbox
         reader = asyncio.ensure_future(self._read_telemetry(ctx, requests, outbox))
@@ -253,7 +272,7 @@ class MessagingService:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for name, (method, request_type, response_type) in unary.items():
             handlers[name] = grpc.unary_unary_rpc_method_handler(
-                _answering(method, response_type),
+                _answering(method, response_type, self.authenticate),
                 request_deserializer=request_type.FromString,
                 response_serializer=response_type.SerializeToString,
             )
@@ -289,7 +308,9 @@ class MessagingService:
 
 
 def _answering(
-    method: Callable[[CallContext, Req], Awaitable[Resp]], response_type: type[Resp]
+    method: Callable[[CallContext, Req], Awaitable[Resp]],
+    response_type: type[Resp],
+    authenticate: Callable[[CallContext], None],
 ) -> Callable[[Req, Context], Awaitable[Resp]]:
     """`method` with the caller's context, its refusals and failures answered in the response's Status."""
 
@@ -297,6 +318,7 @@ def _answering(
         try:
             ctx = CallContext.of(context)
             ctx.require_client_id()
+            authenticate(ctx)
             return await method(ctx, request)
         except ProxyError as exc:
             return response_type(status=exc.status())

@@ -38,6 +38,7 @@ def unique(prefix: str) -> str:
 class GrpcServe:
     proc: ServerProcess
     grpc_address: str
+    admin: tuple[str, str] | None = None  # the account that creates topics when aclEnable=true
 
     @property
     def namesrv(self) -> str:
@@ -51,7 +52,9 @@ class GrpcServe:
         asyncio.run(self.create_topic_async(topic, queues))
 
     async def create_topic_async(self, topic: str, queues: int = 4) -> None:
-        instance = ClientInstance(ClientConfig(namesrv_addrs=[self.namesrv]))
+        access_key, secret_key = self.admin or (None, None)
+        config = ClientConfig(namesrv_addrs=[self.namesrv], access_key=access_key, secret_key=secret_key)
+        instance = ClientInstance(config)
         try:
             await instance.api.create_topic(
                 self.proc.broker_addr, topic, read_queue_nums=queues, write_queue_nums=queues

@@ -31,7 +31,7 @@ from rocketmq.grpc_protocol import (
 
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
-from orbitmq.testing import ServerProcess, ServerStartError, start_broker, start_namesrv, start_serve
+from orbitmq.testing import ServerProcess, start_broker, start_namesrv
 
 from .conftest import MAX_MESSAGE_SIZE, GrpcServe, grpc_address, metadata, unique
 
@@ -267,20 +267,3 @@ async def _create_on(broker: ServerProcess, namesrv: str, topic: str) -> None:
         await instance.api.create_topic(broker.broker_addr, topic)
     finally:
         await instance.shutdown()
-
-
-def test_serve_refuses_grpc_with_acl_enabled(tmp_path: Path) -> None:
-    """The endpoint does not check 5.x signatures yet: beside aclEnable=true it would be a way around the
-    ACL, so serve stops with a line naming the setting."""
-    acl = "accounts:\n  - accessKey: adminaccount\n    secretKey: adminsecret1\n    admin: true\n"
-    (tmp_path / "acl.yml").write_text(acl, encoding="utf-8")
-    with pytest.raises(ServerStartError, match="does not check ACL signatures yet"):
-        start_serve(
-            tmp_path,
-            extra_args=("--grpc-port", "0"),
-            aclEnable=True,
-            aclFile="acl.yml",
-            accessKey="adminaccount",
-            secretKey="adminsecret1",
-            timeout=20,
-        )
