@@ -192,39 +192,40 @@ class PopService:
             await self._commit(channel, group, topic, queue_id, queue)
         return out
 
-    async def ack(self, channel: LocalChannel, *, group: str, topic: str, handle: str) -> None:
+    def _delivery(self, group: str, topic: str, handle: str) -> tuple[int, QueueState, int]:
+        """(queue id, queue state, offset) of the delivery `handle` names, if it is the current one;
+        INVALID_RECEIPT_HANDLE otherwise."""
         queue_id, offset, token = parse_handle(handle)
-        state = self._group(group, topic)
-        async with state.lock:
-            queue = state.queues.get(queue_id)
-            flight = queue.in_flight.get(offset) if queue is not None else None
-            if queue is None or flight is None or flight.token != token:
-                raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired or was acked")
-            del queue.in_flight[offset]
-            await self._commit(channel, group, topic, queue_id, queue)
+        queue = self._group(group, topic).queues.get(queue_id)
+        flight = queue.in_flight.get(offset) if queue is not None else None
+        if queue is None or flight is None or flight.token != token:
+            raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired or was acked")
+        return queue_id, queue, offset
+
+    async def ack(self, channel: LocalChannel, *, group: str, topic: str, handle: str) -> None:
+        await self._forget(channel, group, topic, handle, dead_letter_attempts=None)
 
     async def dead_letter(
         self, channel: LocalChannel, *, group: str, topic: str, handle: str, attempts: int
     ) -> None:
         """Send a received message to %DLQ%group now (the client gave up on it) and forget it."""
-        queue_id, offset, token = parse_handle(handle)
+        await self._forget(channel, group, topic, handle, dead_letter_attempts=attempts)
+
+    async def _forget(
+        self, channel: LocalChannel, group: str, topic: str, handle: str, *, dead_letter_attempts: int | None
+    ) -> None:
         state = self._group(group, topic)
         async with state.lock:
-            queue = state.queues.get(queue_id)
-            flight = queue.in_flight.get(offset) if queue is not None else None
-            if queue is None or flight is None or flight.token != token:
-                raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired or was acked")
-            await self._dead_letter(channel, group, flight.message, attempts)
+            queue_id, queue, offset = self._delivery(group, topic, handle)
+            if dead_letter_attempts is not None:
+                await self._dead_letter(channel, group, queue.in_flight[offset].message, dead_letter_attempts)
             del queue.in_flight[offset]
             await self._commit(channel, group, topic, queue_id, queue)
 
     def change_invisible(self, *, group: str, topic: str, handle: str, invisible_s: float) -> str:
         """Make the message invisible for `invisible_s` from now; its new receipt handle."""
-        queue_id, offset, token = parse_handle(handle)
-        queue = self._group(group, topic).queues.get(queue_id)
-        flight = queue.in_flight.get(offset) if queue is not None else None
-        if flight is None or flight.token != token:
-            raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired or was acked")
+        queue_id, queue, offset = self._delivery(group, topic, handle)
+        flight = queue.in_flight[offset]
         flight.token = secrets.token_hex(8)
         flight.visible_at = self._clock() + invisible_s
         return receipt_handle(queue_id, offset, flight.token)

@@ -9,12 +9,11 @@ from pathlib import Path
 import grpc
 import pytest
 import yaml
-from rocketmq import ClientConfiguration, Credentials, Producer
 from rocketmq.grpc_protocol import Code, MessagingServiceStub
 
 from .conftest import GrpcServe, grpc_serve, metadata, unique
 from .test_endpoint import route
-from .test_send import message
+from .test_send import message, producer
 
 ADMIN = ("adminaccount", "adminsecret1")
 WRITER = ("writer5x", "writersecret")
@@ -43,12 +42,8 @@ def acl_serve(tmp_path: Path) -> Iterator[GrpcServe]:
 
 
 def send_as(serve: GrpcServe, topic: str, account: tuple[str, str]) -> str:
-    producer = Producer(ClientConfiguration(serve.grpc_address, Credentials(*account)), (topic,))
-    producer.startup()
-    try:
-        return str(producer.send(message(topic, b"signed")).message_id)
-    finally:
-        producer.shutdown()
+    with producer(serve, topic, credentials=account) as client:
+        return str(client.send(message(topic, b"signed")).message_id)
 
 
 def test_a_signed_producer_with_pub_permission_sends(acl_serve: GrpcServe) -> None:

@@ -19,8 +19,11 @@ from .conftest import MAX_MESSAGE_SIZE, GrpcServe, metadata, unique
 
 
 @contextmanager
-def producer(serve: GrpcServe, topic: str) -> Iterator[Producer]:
-    client = Producer(ClientConfiguration(serve.grpc_address, Credentials()), (topic,))
+def producer(
+    serve: GrpcServe, topic: str, checker: object = None, credentials: tuple[str, str] = ("", "")
+) -> Iterator[Producer]:
+    """The official 5.x Producer on `topic`, started, shut down after (`checker`: a TransactionChecker)."""
+    client = Producer(ClientConfiguration(serve.grpc_address, Credentials(*credentials)), (topic,), checker)
     client.startup()
     try:
         yield client

@@ -11,16 +11,13 @@ from pathlib import Path
 
 import pytest
 from rocketmq import (
-    ClientConfiguration,
-    Credentials,
     Message,
-    Producer,
     TransactionChecker,
     TransactionResolution,
 )
 
 from .conftest import GrpcServe, grpc_serve, unique
-from .test_send import consumer_4x, eventually, message
+from .test_send import consumer_4x, eventually, message, producer
 
 
 class Checker(TransactionChecker):
@@ -46,21 +43,17 @@ async def test_commit_and_rollback_from_the_client(serve: GrpcServe) -> None:
     topic = unique("Tx")
     await serve.create_topic_async(topic)
     checker = Checker(TransactionResolution.ROLLBACK)
-    producer = Producer(ClientConfiguration(serve.grpc_address, Credentials()), (topic,), checker)
-    producer.startup()
-    try:
+    with producer(serve, topic, checker) as client:
 
         def run() -> tuple[str, str]:
-            kept, dropped = producer.begin_transaction(), producer.begin_transaction()
-            committed = producer.send(message(topic, b"commit-me"), kept)
-            producer.send(message(topic, b"roll-me-back"), dropped)
+            kept, dropped = client.begin_transaction(), client.begin_transaction()
+            committed = client.send(message(topic, b"commit-me"), kept)
+            client.send(message(topic, b"roll-me-back"), dropped)
             kept.commit()
             dropped.rollback()
             return committed.message_id, committed.transaction_id
 
         message_id, transaction_id = await asyncio.to_thread(run)
-    finally:
-        producer.shutdown()
     assert transaction_id and transaction_id != message_id
     async with consumer_4x(serve, topic) as received:
         await eventually(lambda: any(m.body == b"commit-me" for m in received), "the committed message")
@@ -75,13 +68,11 @@ async def test_an_orphaned_half_message_is_resolved_by_the_check_back(checking_s
     topic = unique("TxCheck")
     await serve.create_topic_async(topic)
     checker = Checker(TransactionResolution.COMMIT)
-    producer = Producer(ClientConfiguration(serve.grpc_address, Credentials()), (topic,), checker)
-    producer.startup()
-    try:
+    with producer(serve, topic, checker) as client:
 
         def send_half() -> str:
-            orphan = producer.begin_transaction()
-            return producer.send(message(topic, b"orphan", tag="T1", keys="k-orphan"), orphan).message_id
+            orphan = client.begin_transaction()
+            return client.send(message(topic, b"orphan", tag="T1", keys="k-orphan"), orphan).message_id
 
         message_id = await asyncio.to_thread(send_half)
         assert await asyncio.to_thread(checker.called.wait, 30), "no check-back reached the client"
@@ -89,8 +80,6 @@ async def test_an_orphaned_half_message_is_resolved_by_the_check_back(checking_s
             await eventually(
                 lambda: any(m.body == b"orphan" for m in received), "the message the check committed"
             )
-    finally:
-        producer.shutdown()
     checked = checker.checked[0]
     assert checked.message_id == message_id
     assert checked.topic == topic and checked.tag == "T1" and "k-orphan" in checked.keys
