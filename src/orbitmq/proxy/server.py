@@ -1,13 +1,15 @@
 """The gRPC server: grpc.aio on the broker's event loop, bound to the broker's IP (brokerIP1).
 
 `start_grpc_endpoint(broker, port)` is the one call a start-up makes (`orbitmq serve --grpc-port N`,
-`grpcServerPort` in broker.conf; port 0 picks a free one); `address` is what its line announces.
+`grpcServerPort` in broker.conf; port 0 picks a free one); `address` is what its line announces. With
+tls.server.mode=enforcing the port takes TLS only, with the broker's certificate.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+from pathlib import Path
 from typing import Final
 
 import grpc
@@ -37,7 +39,7 @@ class GrpcEndpoint:
         return f"{self.host}:{self.port}"
 
     async def start(self) -> None:
-        refuse_unguarded(self._broker)
+        credentials = server_credentials(TlsServerSettings.from_properties(self._broker.config.extra))
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
@@ -45,7 +47,11 @@ class GrpcEndpoint:
             ]
         )
         try:
-            port = server.add_insecure_port(f"{self.host}:{self._requested_port}")
+            address = f"{self.host}:{self._requested_port}"
+            if credentials is None:
+                port = server.add_insecure_port(address)
+            else:
+                port = server.add_secure_port(address, credentials)
         except RuntimeError:  # grpc's "failed to bind"
             port = 0
         if port == 0:
@@ -65,11 +71,25 @@ class GrpcEndpoint:
             self.service.close()
 
 
-def refuse_unguarded(broker: LocalBroker) -> None:
-    """The endpoint has no TLS yet: beside a broker that enforces TLS it would be a way around it, so it
-    does not start (ValueError naming the setting)."""
-    if TlsServerSettings.from_properties(broker.config.extra).mode is TlsMode.ENFORCING:
-        raise ValueError("the gRPC endpoint has no TLS yet: it cannot run with tls.server.mode=enforcing")
+def server_credentials(settings: TlsServerSettings) -> grpc.ServerCredentials | None:
+    """TLS for the endpoint from the broker's tls.server.* keys when it enforces TLS. One gRPC port
+    cannot take both plaintext and TLS: with tls.server.mode=permissive it stays plaintext."""
+    if settings.mode is not TlsMode.ENFORCING:
+        return None
+    if settings.key_password:
+        raise ValueError(
+            "the gRPC endpoint needs an unencrypted key: tls.server.keyPassword is not supported"
+        )
+    if settings.key_path is None or settings.cert_path is None:
+        raise ValueError("tls.server.mode=enforcing needs tls.server.certPath and tls.server.keyPath")
+    roots = None
+    if settings.need_client_auth != "none" and settings.trust_cert_path is not None:
+        roots = Path(settings.trust_cert_path).read_bytes()
+    return grpc.ssl_server_credentials(
+        [(Path(settings.key_path).read_bytes(), Path(settings.cert_path).read_bytes())],
+        root_certificates=roots,
+        require_client_auth=settings.need_client_auth == "require",
+    )
 
 
 async def start_grpc_endpoint(broker: LocalBroker, port: int, host: str | None = None) -> GrpcEndpoint:

@@ -39,6 +39,7 @@ class GrpcServe:
     proc: ServerProcess
     grpc_address: str
     admin: tuple[str, str] | None = None  # the account that creates topics when aclEnable=true
+    tls: bool = False  # the broker port takes TLS only
 
     @property
     def namesrv(self) -> str:
@@ -53,7 +54,9 @@ class GrpcServe:
 
     async def create_topic_async(self, topic: str, queues: int = 4) -> None:
         access_key, secret_key = self.admin or (None, None)
-        config = ClientConfig(namesrv_addrs=[self.namesrv], access_key=access_key, secret_key=secret_key)
+        config = ClientConfig(
+            namesrv_addrs=[self.namesrv], access_key=access_key, secret_key=secret_key, tls=self.tls
+        )
         instance = ClientInstance(config)
         try:
             await instance.api.create_topic(
