@@ -194,13 +194,13 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
     from orbitmq.console.embedded import OpsEndpoints
     from orbitmq.proxy import start_grpc_endpoint
 
-    grpc: GrpcEndpoint | None = None
+    grpc_endpoint: GrpcEndpoint | None = None
     ops = OpsEndpoints()
     metrics_port = broker_config.metrics_port if args.metrics_port is None else args.metrics_port
     try:
         grpc_port = broker_config.grpc_server_port if args.grpc_port is None else args.grpc_port
         if grpc_port >= 0:
-            grpc = await start_grpc_endpoint(broker, grpc_port)
+            grpc_endpoint = await start_grpc_endpoint(broker, grpc_port)
         await ops.start(
             broker=broker,
             namesrv=namesrv,
@@ -212,15 +212,15 @@ async def serve(args: argparse.Namespace, broker_config: BrokerConfig) -> None:
             [
                 f"namesrv listening on {namesrv.address}",
                 f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
-                *([f"grpc listening on {grpc.address}"] if grpc is not None else []),
+                *([f"grpc listening on {grpc_endpoint.address}"] if grpc_endpoint is not None else []),
                 *ops.announce,
             ]
         )
     finally:
         try:
             await ops.stop()
-            if grpc is not None:
-                await grpc.stop()
+            if grpc_endpoint is not None:
+                await grpc_endpoint.stop()
             await broker.stop()
         finally:
             await namesrv.stop()

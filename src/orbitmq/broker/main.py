@@ -65,13 +65,13 @@ async def serve(config: BrokerConfig) -> None:
     if app.ha_listen_addr is not None:
         announce.append(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}")
     metrics = None
-    grpc: GrpcEndpoint | None = None
+    grpc_endpoint: GrpcEndpoint | None = None
     try:
         if config.grpc_server_port >= 0:  # RocketMQ 5.x clients' endpoint (orbitmq/proxy)
             from orbitmq.proxy import start_grpc_endpoint
 
-            grpc = await start_grpc_endpoint(app, config.grpc_server_port)
-            announce.append(f"grpc listening on {grpc.address}")
+            grpc_endpoint = await start_grpc_endpoint(app, config.grpc_server_port)
+            announce.append(f"grpc listening on {grpc_endpoint.address}")
         if config.metrics_port >= 0:
             try:
                 from orbitmq.broker.metrics import BrokerCollector
@@ -85,8 +85,8 @@ async def serve(config: BrokerConfig) -> None:
             announce.append(f"metrics listening on {metrics.url}")
         await loop.wait_for_stop_signal(announce)
     finally:
-        if grpc is not None:
-            await grpc.stop()
+        if grpc_endpoint is not None:
+            await grpc_endpoint.stop()
         if metrics is not None:
             await metrics.stop()
         await app.stop()
