@@ -55,6 +55,10 @@ class GroupTable(Protocol):
     def find(self, group: str) -> GroupView | None: ...
 
 
+class QueueOffsets(Protocol):
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+
+
 class LocalBroker(Protocol):
     """The broker as the proxy sees it: its config and tables, and its remoting server, whose
     dispatcher the proxy's in-process connections hand their requests to."""
@@ -76,3 +80,6 @@ class LocalBroker(Protocol):
 
     @property
     def acl(self) -> PlainAccessValidator | None: ...
+
+    @property
+    def store(self) -> QueueOffsets: ...

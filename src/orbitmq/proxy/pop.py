@@ -179,6 +179,8 @@ class PopService:
             queue = state.queues.setdefault(queue_id, QueueState())
             if queue.next_offset < 0:  # (committed stays -1: the start is committed below, kept)
                 queue.next_offset = await self._start_offset(channel, group, topic, queue_id)
+            if self.broker.store.get_max_offset_in_queue(topic, queue_id) <= queue.next_offset:
+                continue  # nothing new: no pull (an idle long poll looks here every poll interval)
             wanted = min(batch - len(out), room)
             for message in await self._pull(
                 channel, queue, wanted, group=group, topic=topic, queue_id=queue_id, tags=tags
