@@ -272,6 +272,9 @@ def main(argv: list[str]) -> int:
     from orbitmq.store.dir_lock import check_store_available
 
     if args.brokers > 1:
+        if args.grpc_port is not None:
+            print("orbitmq serve: --grpc-port serves one broker, not --brokers N", file=sys.stderr)
+            return 2
         from orbitmq import serve_brokers
 
         return serve_brokers.main(args.brokers, args.port, broker_properties(args), args.log_level)
