@@ -1,8 +1,8 @@
 """apache.rocketmq.v2.MessagingService: each RPC's handler, and the grpc handler table that serves them.
 
 Failures are answered in the response's Status (RocketMQ's Code) with the gRPC status OK, as RocketMQ 5's
-proxy answers; only a Telemetry stream is ended with a gRPC error (INVALID_ARGUMENT), as there. RPCs this
-endpoint does not serve yet answer NOT_IMPLEMENTED.
+proxy answers; only a Telemetry stream is ended with a gRPC error (INVALID_ARGUMENT, or UNAUTHENTICATED
+for an ACL refusal). RPCs this endpoint does not serve yet answer NOT_IMPLEMENTED.
 """
 
 from __future__ import annotations
