@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orbitmq.protocol.sql92 import SqlParseError, compile_selector
 from orbitmq.proxy.convert import to_pb
 from orbitmq.proxy.local_channel import LocalChannel
 from orbitmq.proxy.pb import definition_pb2 as pb
@@ -94,8 +95,12 @@ class Consumption:
                 request.invisible_duration.ToMilliseconds() / 1000, limits.min_invisible_s, limits
             )
         expression = request.filter_expression
-        if expression.type == pb.SQL:
-            raise ProxyError(Code.ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not served over gRPC yet")
+        selector = None
+        if expression.type == pb.SQL:  # filtered here (the broker filters SQL92 only with a property filter)
+            try:
+                selector = compile_selector(expression.expression)
+            except SqlParseError as exc:
+                raise ProxyError(Code.ILLEGAL_FILTER_EXPRESSION, str(exc)) from None
         batch = request.batch_size
         if not 1 <= batch <= limits.max_batch:
             raise ProxyError(Code.BAD_REQUEST, f"batch size must be between 1 and {limits.max_batch}")
@@ -106,7 +111,8 @@ class Consumption:
             batch=batch,
             invisible_s=invisible,
             poll_s=polling,
-            tags=expression.expression.strip() or "*",
+            tags="*" if selector is not None else (expression.expression.strip() or "*"),
+            selector=selector,
             max_attempts=max(settings.backoff_policy.max_attempts, 1),
         )
         if not deliveries:

@@ -29,6 +29,7 @@ from orbitmq.protocol.headers import (
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from orbitmq.protocol.sql92 import Selector
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.local_channel import LocalChannel
 from orbitmq.proxy.route import find_topic
@@ -118,8 +119,10 @@ class PopService:
         poll_s: float,
         tags: str,
         max_attempts: int,
+        selector: Selector | None = None,
     ) -> list[Delivery]:
-        """Up to `batch` messages, waiting up to `poll_s` for the first (empty list: none came)."""
+        """Up to `batch` messages (those `tags` and `selector` take), waiting up to `poll_s` for the
+        first (empty list: none came). Messages the filter leaves are passed, as a pull passes them."""
         deadline = self._clock() + poll_s
         state = self._group(group, topic)
         while True:
@@ -133,6 +136,7 @@ class PopService:
                     invisible_s=invisible_s,
                     tags=tags,
                     max_attempts=max_attempts,
+                    selector=selector,
                 )
             if found or self._clock() >= deadline:
                 return found
@@ -149,6 +153,7 @@ class PopService:
         invisible_s: float,
         tags: str,
         max_attempts: int,
+        selector: Selector | None,
     ) -> list[Delivery]:
         now = self._clock()
         out: list[Delivery] = []
@@ -185,6 +190,8 @@ class PopService:
             for message in await self._pull(
                 channel, queue, wanted, group=group, topic=topic, queue_id=queue_id, tags=tags
             ):
+                if selector is not None and not selector.matches(message.properties):
+                    continue  # passed, not delivered
                 token = secrets.token_hex(8)
                 queue.in_flight[message.queue_offset] = InFlight(message, token, now + invisible_s, 1)
                 out.append(Delivery(message, receipt_handle(queue_id, message.queue_offset, token), 1))

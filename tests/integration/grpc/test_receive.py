@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, SimpleConsumer
+from rocketmq.grpc_protocol import FilterType
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.client.aio import Message as Message4x
@@ -164,3 +165,33 @@ def test_nothing_unacked_is_lost_across_a_kill_9(tmp_path: Path) -> None:
         assert again[0].delivery_attempt == 1  # the in-flight count itself is not kept (yet)
         consumer.ack(again[0])
         assert consumer.receive(4, 10) == []
+
+
+def test_a_sql92_filter_selects_by_user_property(serve: GrpcServe) -> None:
+    topic, group = unique("PopSql"), unique("PopSqlG")
+    serve.create_topic(topic, queues=1)
+    consumer = SimpleConsumer(
+        ClientConfiguration(serve.grpc_address, Credentials()),
+        group,
+        {topic: FilterExpression("a > 5 AND color = 'red'", FilterType.SQL)},
+        await_duration=AWAIT_S,
+    )
+    consumer.startup()
+    try:
+        with producer(serve, topic) as client:
+
+            def send() -> None:
+                for body, a, color in (
+                    (b"small", "3", "red"),
+                    (b"big-blue", "9", "blue"),
+                    (b"big-red", "10", "red"),
+                ):
+                    client.send(message(topic, body, properties={"a": a, "color": color}))
+
+            start_then_send(consumer, send)
+        [got] = receive_until(consumer, 1, invisible_s=10)
+        assert got.body == b"big-red"
+        consumer.ack(got)
+        assert consumer.receive(4, 10) == []
+    finally:
+        consumer.shutdown()
