@@ -52,12 +52,6 @@ class Consumption:
         self.pop = pop
         self.limits = limits or ReceiveLimits()
 
-    def _consumer_settings(self, client_id: str) -> pb.Settings:
-        settings = self.settings.answer(client_id)
-        if settings is None or not settings.HasField("subscription"):
-            raise ProxyError(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find consumer settings for this client")
-        return settings
-
     def polling_seconds(self, request: spb.ReceiveMessageRequest, time_remaining: float | None) -> float:
         limits = self.limits
         asked = (
@@ -78,12 +72,10 @@ class Consumption:
 
     async def receive(
         self,
-        client_id: str,
         channel: LocalChannel,
         request: spb.ReceiveMessageRequest,
         time_remaining: float | None,
     ) -> list[spb.ReceiveMessageResponse]:
-        settings = self._consumer_settings(client_id)
         polling = self.polling_seconds(request, time_remaining)
         topic = check_topic(request.message_queue.topic)
         group = check_group(request.group)
@@ -113,7 +105,8 @@ class Consumption:
             poll_s=polling,
             tags="*" if selector is not None else (expression.expression.strip() or "*"),
             selector=selector,
-            max_attempts=max(settings.backoff_policy.max_attempts, 1),
+            # (from the group, not the client's settings: a receive may come before its Telemetry did)
+            max_attempts=self.settings.max_attempts(group),
         )
         if not deliveries:
             return [spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]

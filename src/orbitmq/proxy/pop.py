@@ -65,6 +65,8 @@ class GroupState:
     queues: dict[int, QueueState] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     turn: int = 0
+    # No delivery becomes visible again before this: a receive skips the in-flight scan until then.
+    earliest_visible: float = float("inf")
 
     def in_flight(self) -> int:
         return sum(len(q.in_flight) for q in self.queues.values())
@@ -158,11 +160,12 @@ class PopService:
         now = self._clock()
         out: list[Delivery] = []
         # First the messages whose invisible time passed: again, or to the DLQ after the last attempt.
-        for queue_id, queue in sorted(state.queues.items()):
+        scan = now >= state.earliest_visible
+        earliest = float("inf")  # (kept only once the scan is through: a failure leaves it to scan again)
+        for queue_id, queue in sorted(state.queues.items()) if scan else ():
             for offset, flight in sorted(queue.in_flight.items()):
-                if len(out) >= batch:
-                    break
-                if flight.visible_at > now:
+                if len(out) >= batch or flight.visible_at > now:
+                    earliest = min(earliest, flight.visible_at)
                     continue
                 if flight.attempt >= max_attempts:
                     await self._dead_letter(channel, group, flight.message, max_attempts)
@@ -171,9 +174,12 @@ class PopService:
                 flight.attempt += 1
                 flight.token = secrets.token_hex(8)
                 flight.visible_at = now + invisible_s
+                earliest = min(earliest, flight.visible_at)
                 out.append(
                     Delivery(flight.message, receipt_handle(queue_id, offset, flight.token), flight.attempt)
                 )
+        if scan:
+            state.earliest_visible = earliest
         # Then new messages, the queues taken in turn.
         queue_count = find_topic(self.broker, topic).read_queue_nums
         room = self.limits.max_in_flight_per_group - state.in_flight()
@@ -194,6 +200,7 @@ class PopService:
                     continue  # passed, not delivered
                 token = secrets.token_hex(8)
                 queue.in_flight[message.queue_offset] = InFlight(message, token, now + invisible_s, 1)
+                state.earliest_visible = min(state.earliest_visible, now + invisible_s)
                 out.append(Delivery(message, receipt_handle(queue_id, message.queue_offset, token), 1))
                 room -= 1
         state.turn = (state.turn + 1) % max(queue_count, 1)
@@ -237,6 +244,8 @@ class PopService:
         flight = queue.in_flight[offset]
         flight.token = secrets.token_hex(8)
         flight.visible_at = self._clock() + invisible_s
+        state = self._group(group, topic)
+        state.earliest_visible = min(state.earliest_visible, flight.visible_at)
         return receipt_handle(queue_id, offset, flight.token)
 
     # ---- the broker's side -----------------------------------------------------------------

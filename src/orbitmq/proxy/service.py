@@ -142,9 +142,7 @@ class MessagingService:
             ctx.require_client_id()
             self.authenticate(ctx)
             channel = self.channels.get(ctx.client_id, ctx.peer)
-            answers = await self.consumption.receive(
-                ctx.client_id, channel, request, context.time_remaining()
-            )
+            answers = await self.consumption.receive(channel, request, context.time_remaining())
         except ProxyError as exc:
             answers = [spb.ReceiveMessageResponse(status=exc.status())]
         except Exception as exc:

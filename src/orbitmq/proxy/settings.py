@@ -86,13 +86,16 @@ class ClientSettingsTable:
         subscription.long_polling_timeout.FromMilliseconds(proxy.consumer_long_polling_max_ms)
         # orbitmq's groups have no consumeMessageOrderly yet: no group is FIFO.
         subscription.fifo = False
-        group = self._broker.subscription_groups.find(subscription.group.name)
-        retry_max_times = group.retry_max_times if group is not None else 16
         backoff = settings.backoff_policy
-        backoff.max_attempts = retry_max_times + 1
+        backoff.max_attempts = self.max_attempts(subscription.group.name)
         backoff.customized_backoff.ClearField("next")
         for delay_ms in self._broker.delay_levels_ms:
             backoff.customized_backoff.next.add().FromMilliseconds(delay_ms)
+
+    def max_attempts(self, group: str) -> int:
+        """Deliveries of one message to `group`: its retryMaxTimes + 1 (RocketMQ 5)."""
+        found = self._broker.subscription_groups.find(group)
+        return (found.retry_max_times if found is not None else 16) + 1
 
     def __len__(self) -> int:
         return len(self._raw)
