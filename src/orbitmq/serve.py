@@ -66,6 +66,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--console-port", type=port_number, help="serve the web console too (0 = a free port)"
     )
     parser.add_argument(
+        "--grpc-port", type=port_number, help="gRPC endpoint for RocketMQ 5.x clients (0 = a free port)"
+    )
+    parser.add_argument(
         "--brokers",
         type=int,
         default=1,
@@ -197,6 +200,13 @@ async def start_both(run: Startup, args: argparse.Namespace, broker_config: Brok
         f"namesrv listening on {namesrv.address}",
         f"broker {broker_config.broker_name} listening on {broker.broker_addr}",
     ]
+    grpc_port = broker_config.grpc_server_port if args.grpc_port is None else args.grpc_port
+    if grpc_port >= 0:  # RocketMQ 5.x clients' endpoint (orbitmq/proxy)
+        from orbitmq.proxy import start_grpc_endpoint
+
+        grpc_endpoint = await start_grpc_endpoint(broker, grpc_port)
+        run.on_stop(grpc_endpoint.stop)
+        run.announce.append(f"grpc listening on {grpc_endpoint.address}")
     if broker_config.metrics_port >= 0:  # one endpoint for both servers' series
         from orbitmq.broker.metrics import BrokerCollector
         from orbitmq.namesrv.metrics import NamesrvCollector
@@ -232,6 +242,9 @@ def sign_with_an_admin_account(config: BrokerConfig) -> None:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.brokers > 1:
+        if args.grpc_port is not None:
+            print("orbitmq serve: --grpc-port serves one broker, not --brokers N", file=sys.stderr)
+            return 2
         from orbitmq import serve_brokers
 
         configure_logging(args.log_level)

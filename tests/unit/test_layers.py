@@ -20,7 +20,9 @@ LEVELS: list[set[str]] = [
     {"message"},
     {"protocol"},
     {"store", "transport", "acl"},
-    {"replication"},
+    # proxy: the gRPC endpoint for 5.x clients; it sees the broker through its own protocols (backend.py),
+    # so both broker entry points can start it
+    {"replication", "proxy"},
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing

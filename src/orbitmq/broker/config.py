@@ -141,6 +141,9 @@ class BrokerConfig:
     """The TRACE_ON flag of send answers: whether clients may send traces of this broker's messages."""
     metrics_port: int = -1
     """The Prometheus endpoint's port on brokerIP1 (-1 off, 0 a free port); needs the ops extra."""
+    grpc_server_port: int = -1
+    """The gRPC endpoint for RocketMQ 5.x clients, RocketMQ 5 proxy's key (-1 off, 0 a free port); needs
+    the grpc extra (grpcServerPort)."""
     register_name_server_period: int = 30000
     """Milliseconds between two registrations with every nameserver (held between 10 and 60 s)."""
     register_broker_timeout_mills: int = 6000

@@ -60,6 +60,12 @@ async def start_broker(run: startup.Startup, config: BrokerConfig) -> None:
     run.announce.append(f"broker {config.broker_name} listening on {app.broker_addr}")
     if app.ha_listen_addr is not None:
         run.announce.append(f"broker {config.broker_name} ha listening on {app.ha_listen_addr}")
+    if config.grpc_server_port >= 0:  # RocketMQ 5.x clients' endpoint (orbitmq/proxy)
+        from orbitmq.proxy import start_grpc_endpoint
+
+        grpc_endpoint = await start_grpc_endpoint(app, config.grpc_server_port)
+        run.on_stop(grpc_endpoint.stop)
+        run.announce.append(f"grpc listening on {grpc_endpoint.address}")
     if config.metrics_port >= 0:
         from orbitmq.broker.metrics import BrokerCollector
 
