@@ -126,10 +126,6 @@ def validate_group(name: str) -> None:
         )
 
 
-def is_not_allowed_send_topic(topic: str) -> bool:
-    return topic in NOT_ALLOWED_SEND_TOPICS or topic.startswith("rmq_sys_")
-
-
 def validate_user_property(name: str, value: str) -> None:
     """What `Message.putUserProperty` allows: no reserved name, no blank name or value, no separators."""
     if name in P.RESERVED:

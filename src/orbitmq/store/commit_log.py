@@ -433,16 +433,6 @@ class CommitLog:
         return True
 
     # ---- reads ----------------------------------------------------------------------------------
-    def get_data(self, offset: int, size: int) -> memoryview | None:
-        """A view of `size` bytes at `offset`, or None if not (or no longer) in the log."""
-        f = self.files.find(offset)
-        if f is None:
-            return None
-        pos = offset - f.file_from_offset
-        if pos + size > f.wrote_position or size <= 0:
-            return None
-        return f.view(pos, size)
-
     def get_data_from(self, offset: int, max_bytes: int) -> memoryview | None:
         """The written bytes from `offset` to the end of its segment, at most `max_bytes` (HA master)."""
         f = self.files.find(offset)
@@ -453,11 +443,3 @@ class CommitLog:
         if end <= pos:
             return None
         return f.view(pos, end - pos)
-
-    def record_size_at(self, offset: int) -> int:
-        f = self.files.find(offset)
-        if f is None or offset - f.file_from_offset + 4 > f.wrote_position:
-            return 0
-        return int.from_bytes(
-            f.mm[offset - f.file_from_offset : offset - f.file_from_offset + 4], "big", signed=True
-        )

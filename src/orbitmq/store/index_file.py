@@ -97,10 +97,6 @@ class IndexFile:
             self.index_count,
         )
 
-    def put_key(self, key: str, physical_offset: int, store_timestamp: int) -> bool:
-        """Index `key` (`<topic>#<key>`) -> `physical_offset`; False if the file is full."""
-        return self.put_hash(index_key_hash(key), physical_offset, store_timestamp)
-
     def put_hash(self, key_hash: int, physical_offset: int, store_timestamp: int) -> bool:
         """Index a key by its index hash (see `index_key_hash`); False if the file is full."""
         if self.index_count >= self.index_num:

@@ -168,13 +168,6 @@ def scan_valid_end(
         return f.file_from_offset + pos
 
 
-def _next_is_not_a_record(mm: mmap.mmap, pos: int) -> bool:
-    """A cheap look at the magic after a record: only the log's last record needs the torn-text check."""
-    if pos + 8 > len(mm):
-        return True
-    return _MAGIC.unpack_from(mm, pos + 4)[0] not in (MESSAGE_MAGIC, BLANK_MAGIC)
-
-
 def _torn_text(mm: mmap.mmap, r: RecordHeader) -> bool:
     """Whether the topic or properties of a record hold zero bytes (or the topic is empty).
 
