@@ -173,6 +173,9 @@ class MessageStore(StoreUpkeep):
                 self._release_lock()
             raise
         self._loaded = True
+        if not self.commit_log.files.files:  # nothing was ever written here
+            log.info("store %s created: a new, empty commit log", config.store_path_root_dir)
+            return self.last_exit_ok
         # One line an operator can act on: was the last stop clean, and what did recovery cost.
         log.log(
             logging.INFO if self.last_exit_ok else logging.WARNING,

@@ -160,12 +160,11 @@ def scan_valid_end(
                 progress(RecoveryStep("scan", f.file_tail_offset - first, last - first))
             index += 1
             continue
-        if progress is not None:
-            progress(RecoveryStep("scan", last - first, last - first))
-        if what == BLANK:
-            # The blank closes the last segment: the log continues at the next (not yet created) one.
-            return f.file_tail_offset
-        return f.file_from_offset + pos
+        # A blank closes the last segment: the log continues at the next (not yet created) one.
+        end = f.file_tail_offset if what == BLANK else f.file_from_offset + pos
+        if progress is not None:  # the bytes checked, not the segments' mapped size
+            progress(RecoveryStep("scan", end - first, end - first))
+        return end
 
 
 def _torn_text(mm: mmap.mmap, r: RecordHeader) -> bool:

@@ -354,3 +354,20 @@ def test_deleted_topic_files_go_off_thread_and_leftovers_at_load(tmp_path: Path)
     finally:
         s.shutdown()
 
+
+def test_a_new_store_says_it_was_created_not_recovered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="orbitmq.store.message_store")
+    store = MessageStore(small_config(tmp_path), clock=FakeClock())
+    store.load()
+    store.start()
+    assert [r.getMessage() for r in caplog.records] == [f"store {tmp_path} created: a new, empty commit log"]
+    store.put_message(make_message())
+    store.shutdown()
+    caplog.clear()
+    again = MessageStore(small_config(tmp_path), clock=FakeClock())
+    again.load()
+    again.shutdown()
+    assert "recovered" in caplog.records[0].getMessage()
+    assert "after a normal stop" in caplog.records[0].getMessage()
