@@ -111,9 +111,9 @@ class MappedFile:
             self.mm = mmap.mmap(self.fd, file_size, access=mmap.ACCESS_WRITE)
             if create and not reserve_blocks:
                 # The first write into a new sparse file's mapping faults in a block allocation on the
-                # caller's thread (ext4: 1.5 ms median, 20 ms p99 on a busy disk; on the event loop for
-                # every new consume queue). A one-byte pwrite of the zero that is there anyway puts the
-                # page in the page cache through the delayed-allocation path instead (~15 us).
+                # caller's thread (the event loop, for every new consume queue), which can take
+                # milliseconds on a busy disk. A one-byte pwrite of the zero that is there anyway puts
+                # the page in the page cache through the cheaper delayed-allocation path instead.
                 os.pwrite(self.fd, b"\0", 0)
         except BaseException:
             os.close(self.fd)
