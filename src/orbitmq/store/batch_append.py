@@ -159,7 +159,7 @@ def append_scanned(
     topic_len = len(topic_bytes)
     born_host = batch.born_host
     store_host = log.store_host
-    # pack_record_at's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
+    # pack_record_into's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
     sys_flag = host_sys_flag(batch.sys_flag, born_host, store_host)
     fixed = fixed_struct(sys_flag)
     header_size = fixed.size
@@ -326,20 +326,7 @@ def append_scanned(
         offsets.append(physical_offset)
         pos += size
     _write_pieces(f, start, pieces, pos - start)
-    f.wrote_position = pos
-    f.store_timestamp = now
-    log.last_store_timestamp = now
-    log.topic_queue_table[key] = first_queue_offset + count
-    result = PutMessageResult(
-        PutMessageStatus.PUT_OK,
-        wrote_offset=first_offset,
-        wrote_bytes=total,
-        store_timestamp=now,
-        queue_offset=first_queue_offset,
-        msg_num=count,
-        store_host=store_host,
-        batch_offsets=offsets,
-    )
+    result = log.batch_appended(f, pos, now, key, first_queue_offset, offsets)
     run = AppendedRun(
         topic,
         queue_id,

@@ -22,6 +22,7 @@ from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import index_key_hash
+from orbitmq.store.mapped_file import close_mapping, remove_file
 
 # Final: compiled code reads these as constants, not from the module's dict on every key.
 INDEX_HEADER_SIZE: Final = 40
@@ -252,20 +253,10 @@ class IndexFile:
         self.flushed = True
 
     def close(self) -> None:
-        try:
-            if not self.mm.closed:
-                self._write_header()
-            self.mm.close()
-        except BufferError:
-            pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        if not self.mm.closed:
+            self._write_header()
+        close_mapping(self.mm, self.fd)
 
     def destroy(self) -> None:
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        remove_file(self.path)
