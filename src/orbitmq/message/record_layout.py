@@ -243,51 +243,22 @@ def pack_record_into(  # noqa: PLR0917 -- positional on the per-message append p
 
 
 def encode_record(
-    *,
-    queue_id: int,
-    flag: int,
-    queue_offset: int,
-    physical_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_host: bytes,
-    store_timestamp: int,
-    store_host: bytes,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    body: Buffer,
-    topic: bytes,
-    properties: bytes,
-    body_crc: int | None = None,
+    *, born_host: bytes, store_host: bytes, body: Buffer, topic: bytes, properties: bytes, **fields: int
 ) -> bytes:
-    """One record as bytes (see `pack_record_into`)."""
+    """One record as bytes: `pack_record_into` (the same keyword arguments) into a buffer of its size."""
+    born_v6 = len(born_host) == HOST_V6_SIZE
     buf = bytearray(
-        record_size(
-            len(body),
-            len(topic),
-            len(properties),
-            len(born_host) == HOST_V6_SIZE,
-            len(store_host) == HOST_V6_SIZE,
-        )
+        record_size(len(body), len(topic), len(properties), born_v6, len(store_host) == HOST_V6_SIZE)
     )
     pack_record_into(
         buf,
         0,
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        body,
-        topic,
-        properties,
-        body_crc,
+        born_host=born_host,
+        store_host=store_host,
+        body=body,
+        topic=topic,
+        properties=properties,
+        **fields,
     )
     return bytes(buf)
 
