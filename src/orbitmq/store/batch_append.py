@@ -1,16 +1,10 @@
 """The batch write path (SEND_BATCH_MESSAGE, the Spark sink) described by offsets, not by objects.
 
-A batch body is checked once (message.batch_scan.scan_batch, which decode_batch is built on too)
-and kept as the request bytes plus five ints per message (flag, body position and length, properties
-position and length) and its own properties text (decoded once: the UTF-8 check, and where TAGS, KEYS and
-UNIQ_KEY are read). `append_scanned` then packs every record of the batch in one pass straight into the
-mapped segment (same bytes as CommitLog.put_batch: the batch-level properties are appended to each
-message's own), builds the batch's consume-queue entries as one packed buffer and its index keys as two
-flat lists; `dispatch_run` writes the CQ entries with one copy per CQ file and the keys with one
-`KeyIndex.put_hashes`. No DispatchRequest, BatchEntry or property dict per message.
-
-CommitLog.put_batch (entries as objects) stays the path for the transient store pool (records are
-dispatched when committed) and for callers that build StoreBatch entries themselves.
+A batch body is checked once (message.batch_scan.scan_batch) and kept as the request bytes plus five
+ints per message. `append_scanned` packs every record in one pass straight into the mapped segment (the
+same bytes as CommitLog.put_batch), builds the consume-queue entries as one packed buffer and the index
+keys as two flat lists; `dispatch_run` writes them with one copy per CQ file and one
+`KeyIndex.put_run`. CommitLog.put_batch (entries as objects) stays the path for the transient store pool.
 """
 
 from __future__ import annotations
