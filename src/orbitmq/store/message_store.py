@@ -6,7 +6,7 @@ dispatch, so consume queues stay in log order. A put is dispatched to its consum
 the same call, unless the caller defers it (`dispatch_later`, `gather`: see put_message); every other
 read and write dispatches deferred puts first, so nobody sees the log ahead of its queues. With the
 transient store pool appends become visible only when `commit()` copies them into the segment file.
-Reads: store_reads.py; topics, retention and replication hooks: store_upkeep.py. Files: fact sheet 6.1.
+Reads: store_reads.py; flushing, topics, retention, replication hooks: store_upkeep.py. Files: fact sheet 6.1.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from orbitmq.store.config import SLAVE, SYNC_FLUSH, SYNC_MASTER, StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.dir_lock import StoreDirLock
 from orbitmq.store.dispatch import Dispatcher, DispatchRequest
-from orbitmq.store.flush import FlushCallback, FlushService
+from orbitmq.store.flush import FlushService
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.page_prepare import PagePreparer
 from orbitmq.store.paths import UnsafeNameError, child_dir
@@ -100,7 +100,7 @@ class MessageStore(StoreUpkeep):
         elif ignored_because:
             log.warning("transientStorePoolEnable=true is ignored: %s", ignored_because)
         self.checkpoint: StoreCheckpoint | None = None
-        self.flusher: FlushService | None = None
+        self.flusher = None
         if config.page_prepare_ahead_bytes < 0:
             raise StoreError(
                 f"pagePrepareAheadBytes must be at least 0, not {config.page_prepare_ahead_bytes}"
@@ -466,26 +466,6 @@ class MessageStore(StoreUpkeep):
         if self.committer is not None:
             return self.committer.committed_store_timestamp
         return self.commit_log.last_store_timestamp
-
-    def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
-        """Group commit: `callback(True)` from the flusher thread once the log is flushed to `end_offset`,
-        `callback(False)` after `sync_flush_timeout` ms."""
-        assert self.flusher is not None, "load() first"
-        self.flusher.request_flush(end_offset, callback)
-
-    def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
-        """Block this thread until the log is flushed to `end_offset` (tools, tests; not for the loop)."""
-        assert self.flusher is not None, "load() first"
-        return self.flusher.wait_flushed(end_offset, timeout)
-
-    def flush(self) -> int:
-        """Flush the commit log now (blocking); returns the flushed offset."""
-        assert self.flusher is not None, "load() first"
-        return self.flusher.flush_commit_log(0)
-
-    def flush_consume_queues(self) -> None:
-        assert self.flusher is not None, "load() first"
-        self.flusher.flush_consume_queues(0)
 
     # ---- read path: store_reads.py (StoreReads), and query_message -----------------------------
     def query_message(

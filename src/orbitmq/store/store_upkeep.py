@@ -1,5 +1,5 @@
-"""The upkeep side of the store facade: topics, arrival listeners, retention, runtime figures and the
-hooks replication uses (the log's bytes for a slave, appending a master's bytes).
+"""The upkeep side of the store facade: flushing, topics, arrival listeners, retention, runtime figures
+and the hooks replication uses (the log's bytes for a slave, appending a master's bytes).
 
 `StoreUpkeep` is the base of `MessageStore` (message_store.py), which sets the attributes declared here
 and holds the write lock these methods take. Knows nothing of sockets, asyncio or request codes.
@@ -13,6 +13,7 @@ from orbitmq.message.record import SCHEDULE_TOPIC
 from orbitmq.store.commit import CommitService
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.dispatch import ArrivalListener
+from orbitmq.store.flush import FlushCallback, FlushService
 from orbitmq.store.retention import CleanResult, Retention
 from orbitmq.store.stats import StoreStats
 from orbitmq.store.store_reads import StoreReads
@@ -23,11 +24,33 @@ class StoreUpkeep(StoreReads):
     retention: Retention
     stats: StoreStats
     committer: CommitService | None
+    flusher: FlushService | None
     _write_lock: threading.RLock
 
     def _dispatch_deferred_locked(self) -> None:
         """Write and dispatch the deferred puts, the write lock held (MessageStore)."""
         raise NotImplementedError
+
+    # ---- flushing (flush.py) ------------------------------------------------------------------
+    def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
+        """Group commit: `callback(True)` from the flusher thread once the log is flushed to `end_offset`,
+        `callback(False)` after `sync_flush_timeout` ms."""
+        assert self.flusher is not None, "load() first"
+        self.flusher.request_flush(end_offset, callback)
+
+    def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
+        """Block this thread until the log is flushed to `end_offset` (tools, tests; not for the loop)."""
+        assert self.flusher is not None, "load() first"
+        return self.flusher.wait_flushed(end_offset, timeout)
+
+    def flush(self) -> int:
+        """Flush the commit log now (blocking); returns the flushed offset."""
+        assert self.flusher is not None, "load() first"
+        return self.flusher.flush_commit_log(0)
+
+    def flush_consume_queues(self) -> None:
+        assert self.flusher is not None, "load() first"
+        self.flusher.flush_consume_queues(0)
 
     # ---- topics, listeners, housekeeping --------------------------------------------------------
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
