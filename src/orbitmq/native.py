@@ -31,6 +31,7 @@ from types import ModuleType
 COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.common.clock",
     "orbitmq.protocol.frames",
+    "orbitmq.protocol.header_encode",
     "orbitmq.protocol.command",
     "orbitmq.protocol.name_guard",
     "orbitmq.protocol.send_reply",
@@ -56,6 +57,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "orbitmq.store.batch_append",
     "orbitmq.store.reads",
     "orbitmq.store.store_reads",
+    "orbitmq.store.store_upkeep",
     "orbitmq.store.message_store",
     "orbitmq.transport.busy_poll",
     "orbitmq.transport.connection",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -18,13 +17,10 @@ import pytest
 from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
-from orbitmq.protocol.headers import (
-    CreateTopicRequestHeader,
-    PullMessageRequestHeader,
-    SendMessageRequestHeader,
-)
 from orbitmq.testing.launch import start_serve
 from orbitmq.testing.process import ServerProcess
+from orbitmq.testing.requests import create_topic_ext, pull_ext
+from orbitmq.testing.requests import send_ext as send_ext_of
 from orbitmq.transport import RemotingClient, split_address
 
 TOPIC = "BadInputTopic"
@@ -82,12 +78,7 @@ def request_bytes(code: int, ext: dict[str, str] | None = None, body: bytes = b"
 
 
 def send_ext(**overrides: str) -> dict[str, str]:
-    header = SendMessageRequestHeader(
-        producer_group="pg", topic=TOPIC, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000)
-    )
-    ext = header.to_ext_v2()
-    ext.update(overrides)
-    return ext
+    return send_ext_of(TOPIC) | overrides
 
 
 class Healthy:
@@ -105,21 +96,8 @@ class Healthy:
         assert response.code == ResponseCode.SUCCESS, response.remark
         offset = int(response.ext_fields["queueOffset"])
         self.sent += 1
-        pull = PullMessageRequestHeader(
-            consumer_group="healthy",
-            topic=TOPIC,
-            queue_id=0,
-            queue_offset=offset,
-            max_msg_nums=1,
-            sys_flag=4,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription="*",
-        )
-        got = await self.client.invoke(
-            self.addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext()), 5
-        )
+        pull = pull_ext("healthy", TOPIC, 0, offset, max_nums=1)
+        got = await self.client.invoke(self.addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull), 5)
         assert got.code == ResponseCode.SUCCESS and body in got.body_bytes()
 
 
@@ -138,9 +116,9 @@ async def test_bad_input_gets_errors_and_the_broker_keeps_serving(
     addr = serve.broker_addr
     client = RemotingClient()
     try:
-        create = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=2, write_queue_nums=2, perm=6)
+        create = create_topic_ext(TOPIC, queues=2)
         created = await client.invoke(
-            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create.to_ext()), 5
+            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5
         )
         assert created.code == ResponseCode.SUCCESS
         healthy = Healthy(client, addr)
@@ -225,9 +203,7 @@ async def test_bad_input_gets_errors_and_the_broker_keeps_serving(
                 request_bytes(
                     RequestCode.UPDATE_AND_CREATE_TOPIC,
                     {
-                        **CreateTopicRequestHeader(
-                            topic="Huge", read_queue_nums=1, write_queue_nums=1, perm=6
-                        ).to_ext(),
+                        **create_topic_ext("Huge", queues=1),
                         "readQueueNums": "1000000000",
                     },
                 ),

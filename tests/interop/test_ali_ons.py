@@ -16,8 +16,8 @@ import pytest
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import CreateTopicRequestHeader
 from orbitmq.testing.launch import start_serve
+from orbitmq.testing.requests import create_topic_ext
 from orbitmq.transport import RemotingClient
 
 NODE_DIR = Path(__file__).parent / "node"
@@ -37,10 +37,8 @@ async def test_ali_ons_produces_and_consumes(tmp_path: Path) -> None:
     with start_serve(tmp_path, expect=("namesrv", "broker")) as serve:
         client = RemotingClient()
         try:
-            header = CreateTopicRequestHeader(
-                topic="AliOnsTopic", read_queue_nums=4, write_queue_nums=4, perm=6
-            )
-            request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+            header = create_topic_ext("AliOnsTopic")
+            request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
             response = await client.invoke(serve.broker_addr, request, 5.0)
             assert response.code == ResponseCode.SUCCESS, response.remark
         finally:

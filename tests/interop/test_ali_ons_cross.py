@@ -32,8 +32,8 @@ from orbitmq.message import properties as P
 from orbitmq.message.sysflag import COMPRESSED_FLAG
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import CreateTopicRequestHeader
 from orbitmq.testing import ServerProcess, start_serve
+from orbitmq.testing.requests import create_topic_ext
 from orbitmq.transport import RemotingClient
 
 NODE_DIR = Path(__file__).parent / "node"
@@ -51,8 +51,7 @@ pytestmark = [
 async def create_topic(serve: ServerProcess, topic: str) -> None:
     client = RemotingClient()
     try:
-        header = CreateTopicRequestHeader(topic=topic, read_queue_nums=4, write_queue_nums=4, perm=6)
-        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_ext(topic))
         response = await client.invoke(serve.broker_addr, request, 5.0)
         assert response.code == ResponseCode.SUCCESS, response.remark
     finally:

@@ -14,6 +14,7 @@ from orbitmq.protocol.bodies import BodyError
 from orbitmq.protocol.java_json import JavaJsonError
 
 text = st.text(max_size=8)
+name = st.text(min_size=1, max_size=8)  # a field the body refuses to go without
 i64 = st.integers(-(2**63), 2**63 - 1)
 i32 = st.integers(-(2**31), 2**31 - 1)
 names = st.from_regex(r"[A-Za-z0-9_%|-]{1,16}", fullmatch=True)
@@ -87,7 +88,7 @@ BODIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
     b.LockBatchResponseBody: st.builds(b.LockBatchResponseBody, st.lists(mqs, max_size=3)),
     b.SubscriptionGroupConfig: st.builds(
         b.SubscriptionGroupConfig,
-        text,
+        name,
         st.booleans(),
         st.booleans(),
         st.booleans(),
@@ -99,7 +100,7 @@ BODIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
     ),
     b.SubscriptionGroupWrapper: st.builds(
         b.SubscriptionGroupWrapper,
-        st.dictionaries(text, st.builds(b.SubscriptionGroupConfig, text), max_size=3),
+        st.dictionaries(text, st.builds(b.SubscriptionGroupConfig, name), max_size=3),
         data_version,
     ),
     b.ConsumerOffsetWrapper: st.builds(

@@ -17,12 +17,8 @@ from pathlib import Path
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import (
-    CreateTopicRequestHeader,
-    PullMessageRequestHeader,
-    SendMessageRequestHeader,
-)
 from orbitmq.testing.launch import start_serve
+from orbitmq.testing.requests import create_topic_ext, pull_ext, send_ext
 from orbitmq.transport import RemotingClient
 
 TOPIC = "BenchSmoke"
@@ -31,13 +27,7 @@ TOPIC = "BenchSmoke"
 async def sender(
     client: RemotingClient, addr: str, body: bytes, queue_id: int, *, until: float, rts: list[float]
 ) -> None:
-    ext = SendMessageRequestHeader(
-        producer_group="bench",
-        topic=TOPIC,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-    ).to_ext_v2()
+    ext = send_ext(TOPIC, group="bench", queue_id=queue_id)
     while time.perf_counter() < until:
         start = time.perf_counter()
         response = await client.invoke(
@@ -75,20 +65,9 @@ async def consume_all(addr: str) -> tuple[int, int, float]:
         for queue_id in range(4):
             offset = 0
             while True:
-                header = PullMessageRequestHeader(
-                    consumer_group="bench-c",
-                    topic=TOPIC,
-                    queue_id=queue_id,
-                    queue_offset=offset,
-                    max_msg_nums=32,
-                    sys_flag=4,
-                    commit_offset=0,
-                    suspend_timeout_millis=0,
-                    sub_version=0,
-                    subscription="*",
-                )
+                header = pull_ext("bench-c", TOPIC, queue_id, offset)
                 response = await client.invoke(
-                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 10
+                    addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), 10
                 )
                 if response.code != ResponseCode.SUCCESS:
                     break
@@ -114,9 +93,9 @@ def report(label: str, count: int, elapsed: float, rts: list[float]) -> None:
 async def run(addr: str, seconds: float, size: int) -> None:
     client = RemotingClient()
     try:
-        header = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=4, write_queue_nums=4, perm=6)
+        header = create_topic_ext(TOPIC)
         created = await client.invoke(
-            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext()), 5
+            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), 5
         )
         assert created.code == ResponseCode.SUCCESS, created.remark
     finally:

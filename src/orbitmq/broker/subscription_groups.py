@@ -9,7 +9,6 @@ This module knows nothing of sockets or request codes.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,54 +16,12 @@ from orbitmq.broker.config_files import dumps, read_json_file
 from orbitmq.broker.config_writer import ConfigWriter, persist_json
 from orbitmq.broker.topics import DataVersion
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.protocol.bodies import SubscriptionGroupConfig
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP")
 BROADCAST_GROUPS = ("CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER")
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
-
-    @classmethod
-    def from_json_dict(cls, d: dict[str, Any]) -> SubscriptionGroupConfig:
-        name = d.get("groupName")
-        if not isinstance(name, str) or not name:
-            raise ValueError("groupName is missing")
-        return cls(
-            group_name=name,
-            consume_enable=bool(d.get("consumeEnable", True)),
-            consume_from_min_enable=bool(d.get("consumeFromMinEnable", True)),
-            consume_broadcast_enable=bool(d.get("consumeBroadcastEnable", True)),
-            retry_queue_nums=int(d.get("retryQueueNums", 1)),
-            retry_max_times=int(d.get("retryMaxTimes", 16)),
-            broker_id=int(d.get("brokerId", 0)),
-            which_broker_when_consume_slowly=int(d.get("whichBrokerWhenConsumeSlowly", 1)),
-            notify_consumer_ids_changed_enable=bool(d.get("notifyConsumerIdsChangedEnable", True)),
-        )
 
 
 class SubscriptionGroupManager:
@@ -107,7 +64,7 @@ class SubscriptionGroupManager:
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "dataVersion": self.data_version.to_json_dict(),
-            "subscriptionGroupTable": {n: g.to_json_dict() for n, g in self.table.items()},
+            "subscriptionGroupTable": {n: g.to_obj() for n, g in self.table.items()},
         }
 
     def load(self) -> None:
@@ -116,7 +73,7 @@ class SubscriptionGroupManager:
             return
         for name, raw in (data.get("subscriptionGroupTable") or {}).items():
             try:
-                self.table[str(name)] = SubscriptionGroupConfig.from_json_dict(raw)
+                self.table[str(name)] = SubscriptionGroupConfig.from_any(raw)
             except (TypeError, ValueError, AttributeError) as exc:
                 log.warning("subscriptionGroup.json: skipping %s (%s)", name, exc)
         if isinstance(data.get("dataVersion"), dict):

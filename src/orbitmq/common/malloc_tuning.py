@@ -1,15 +1,9 @@
 """Keep large buffers in the C heap (glibc's mallopt): a broker receives frames of up to 16 MiB.
 
-glibc serves an allocation of 128 KiB or more with its own mmap, and hands it back with munmap when it
-is freed; after the first free its threshold rises to that size, but the heap's top is still given back
-to the kernel whenever more than twice as much is free there. A broker taking batch sends of ~1 MiB
-frames frees and allocates such buffers all the time, and every new mapping or regrown heap page
-faults in a zeroed page first: measured here, 0.5 minor faults per stored message of a 1,000-message
-batch, ~1 us of kernel time each on this VM, a fifth of the broker's CPU per message. With the mmap
-threshold above the largest frame and a trim threshold of a few frames, the same memory is reused
-(0.01 faults per message, +15-30 % batch messages per second).
-
-Process-wide and glibc only: elsewhere (musl, macOS) `tune_malloc` does nothing and says so.
+glibc maps an allocation of 128 KiB or more with its own mmap and trims the heap's free top back to the
+kernel, so a broker taking ~1 MiB batch frames would fault in fresh zeroed pages for nearly every frame.
+An mmap threshold above the largest frame and a trim threshold of a few frames keep reusing the same
+memory. Process-wide and glibc only: elsewhere `tune_malloc` does nothing and says so.
 """
 
 from __future__ import annotations

@@ -65,10 +65,6 @@ class ScannedRecord(NamedTuple):
     body_pos: int = 0  # absolute position of BODY in the scanned buffer
     body_len: int = 0
 
-    @property
-    def is_message(self) -> bool:
-        return self.kind == "message"
-
 
 INVALID: Final = ScannedRecord("invalid", 0)
 

@@ -101,7 +101,7 @@ def _decode_at(view: memoryview, pos: int, decompress: bool) -> MessageExt:
         else {}
     )
     # (ids.offset_msg_id: the host part cached, the offset packed as a signed long and hex-formatted;
-    # compiled, a format spec in an f-string cost three times as much)
+    # compiled, a format spec in an f-string is slower)
     offset_msg_id = make_offset_msg_id(store_host, physical_offset)
     return MessageExt(
         topic,

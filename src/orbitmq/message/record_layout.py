@@ -171,49 +171,7 @@ def host_sys_flag(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
     return sys_flag
 
 
-def pack_record_into(
-    buf: WritableBuffer,
-    pos: int,
-    *,
-    queue_id: int,
-    flag: int,
-    queue_offset: int,
-    physical_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_host: bytes,
-    store_timestamp: int,
-    store_host: bytes,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    body: Buffer,
-    topic: bytes,
-    properties: bytes,
-    body_crc: int | None = None,
-) -> int:
-    """Write one record at `buf[pos:]`; return its size (bytes written). See `pack_record_at`."""
-    return pack_record_at(
-        buf,
-        pos,
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        body,
-        topic,
-        properties,
-        body_crc,
-    )
-
-
-def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message append path
+def pack_record_into(  # noqa: PLR0917 -- positional on the per-message append path, keywords elsewhere
     buf: WritableBuffer,
     pos: int,
     queue_id: int,
@@ -232,9 +190,8 @@ def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message a
     properties: bytes,
     body_crc: int | None = None,
 ) -> int:
-    """`pack_record_into` with positional arguments (the commit log's per-message append: a call with
-    sixteen keyword arguments costs more than the checks below). Write one record at `buf[pos:]`; return
-    its size (bytes written).
+    """Write one record at `buf[pos:]`; return its size (bytes written). The commit log's per-message
+    append passes the fields positionally (sixteen keyword arguments cost more than the checks below).
 
     The IPv6 bits of `sys_flag` are set from the host field sizes (8 or 20 bytes, see `pack_host`), so the
     stored SYSFLAG always describes the stored layout. `body_crc` is computed when None. Raises
@@ -286,51 +243,22 @@ def pack_record_at(  # noqa: PLR0917 -- positional on purpose: the per-message a
 
 
 def encode_record(
-    *,
-    queue_id: int,
-    flag: int,
-    queue_offset: int,
-    physical_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_host: bytes,
-    store_timestamp: int,
-    store_host: bytes,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    body: Buffer,
-    topic: bytes,
-    properties: bytes,
-    body_crc: int | None = None,
+    *, born_host: bytes, store_host: bytes, body: Buffer, topic: bytes, properties: bytes, **fields: int
 ) -> bytes:
-    """One record as bytes (see `pack_record_into`)."""
+    """One record as bytes: `pack_record_into` (the same keyword arguments) into a buffer of its size."""
+    born_v6 = len(born_host) == HOST_V6_SIZE
     buf = bytearray(
-        record_size(
-            len(body),
-            len(topic),
-            len(properties),
-            len(born_host) == HOST_V6_SIZE,
-            len(store_host) == HOST_V6_SIZE,
-        )
+        record_size(len(body), len(topic), len(properties), born_v6, len(store_host) == HOST_V6_SIZE)
     )
     pack_record_into(
         buf,
         0,
-        queue_id=queue_id,
-        flag=flag,
-        queue_offset=queue_offset,
-        physical_offset=physical_offset,
-        sys_flag=sys_flag,
-        born_timestamp=born_timestamp,
         born_host=born_host,
-        store_timestamp=store_timestamp,
         store_host=store_host,
-        reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset,
         body=body,
         topic=topic,
         properties=properties,
-        body_crc=body_crc,
+        **fields,
     )
     return bytes(buf)
 

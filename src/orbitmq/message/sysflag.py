@@ -55,20 +55,3 @@ def transaction_type(sys_flag: int) -> int:
 def reset_transaction_type(sys_flag: int, tx_type: int) -> int:
     """`sys_flag` with its transaction type replaced by `tx_type`."""
     return (sys_flag & ~TRANSACTION_TYPE_MASK) | (tx_type & TRANSACTION_TYPE_MASK)
-
-
-def compression_type(sys_flag: int) -> int:
-    """The compression algorithm bits (0 with COMPRESSED_FLAG set means zlib, as pre-4.9.4 producers send)."""
-    return sys_flag & COMPRESSION_TYPE_MASK
-
-
-def is_compressed(sys_flag: int) -> bool:
-    return bool(sys_flag & COMPRESSED_FLAG)
-
-
-def born_host_is_v6(sys_flag: int) -> bool:
-    return bool(sys_flag & BORNHOST_V6_FLAG)
-
-
-def store_host_is_v6(sys_flag: int) -> bool:
-    return bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)

@@ -116,18 +116,10 @@ def validate_topic(name: str) -> None:
 
 
 def validate_group(name: str) -> None:
-    if not name or not name.strip():
-        raise ClientError("the specified group is blank")
-    if len(name) > GROUP_MAX_LENGTH:
-        raise ClientError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
-    if not _VALID_NAME.fullmatch(name):
-        raise ClientError(
-            f"the specified group[{name}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
-        )
-
-
-def is_not_allowed_send_topic(topic: str) -> bool:
-    return topic in NOT_ALLOWED_SEND_TOPICS or topic.startswith("rmq_sys_")
+    """The client's Validators.checkGroup, with the remarks the broker gives (`group_problem`)."""
+    problem = group_problem(name)
+    if problem is not None:
+        raise ClientError(problem)
 
 
 def validate_user_property(name: str, value: str) -> None:

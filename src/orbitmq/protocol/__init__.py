@@ -4,7 +4,6 @@
   `perm`: the permission bits of topics and brokers (PermName).
 - `frames`: FrameDecoder, cutting a byte stream into frames.
 - `command`: RemotingCommand and its JSON / ROCKETMQ header serializations.
-- `headers` (+ `header_spec`): typed custom headers <-> extFields.
 - `bodies` (+ `bodies_core`, `bodies_client`, `bodies_admin`, `properties_text`, `body_fields`):
   the JSON bodies; `java_json`: reading/writing JSON as fastjson does.
 

@@ -43,7 +43,9 @@ _NO_UNIQUE_KEY = frozenset({UNIQUE_KEY_QUERY})
 _JOIN_LIMIT = 64 * 1024
 
 
-def _header_text(ext_fields: Mapping[str, object], exclude: frozenset[str]) -> bytes:
+def signature_content(ext_fields: Mapping[str, object], exclude: frozenset[str] = frozenset()) -> bytes:
+    """The signed header text: the ext values (but Signature and `exclude`) in Java's key order; the
+    body follows it."""
     keys = [k for k, v in ext_fields.items() if v is not None and k != SIGNATURE and k not in exclude]
     # Python's str order is Java's for keys without characters above U+FFFF; ASCII is the usual case
     # and sorting without a key function is ten times cheaper.
@@ -52,13 +54,6 @@ def _header_text(ext_fields: Mapping[str, object], exclude: frozenset[str]) -> b
     else:
         keys.sort(key=_java_order)
     return "".join(_text(ext_fields[k]) for k in keys).encode("utf-8")
-
-
-def signature_content(
-    ext_fields: Mapping[str, object], body: Buffer = b"", *, exclude: frozenset[str] = frozenset()
-) -> bytes:
-    """The bytes that are signed: sorted ext values (minus Signature and `exclude`) + body."""
-    return _header_text(ext_fields, exclude) + body
 
 
 def calculate_signature(content: Buffer, secret_key: str, body: Buffer = b"") -> str:
@@ -76,7 +71,7 @@ def calculate_signature(content: Buffer, secret_key: str, body: Buffer = b"") ->
 def _request_signature(
     ext_fields: Mapping[str, object], body: Buffer, secret_key: str, exclude: frozenset[str]
 ) -> str:
-    return calculate_signature(_header_text(ext_fields, exclude), secret_key, body)
+    return calculate_signature(signature_content(ext_fields, exclude), secret_key, body)
 
 
 def verify_signature(

@@ -37,6 +37,8 @@ from orbitmq.protocol.body_fields import (
 
 @dataclass(slots=True)
 class SubscriptionGroupConfig(JsonBody):
+    """A consumer group's settings (subscriptionGroup.json, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)."""
+
     group_name: str
     consume_enable: bool = True
     consume_from_min_enable: bool = True
@@ -62,8 +64,11 @@ class SubscriptionGroupConfig(JsonBody):
 
     @classmethod
     def from_obj(cls, obj: Mapping[Any, Any]) -> Self:
+        name = get_str(obj, "groupName", "")
+        if not name:
+            raise BodyError("groupName is missing")
         return cls(
-            get_str(obj, "groupName", ""),
+            name,
             get_bool(obj, "consumeEnable", True),
             get_bool(obj, "consumeFromMinEnable", True),
             get_bool(obj, "consumeBroadcastEnable", True),

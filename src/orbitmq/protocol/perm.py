@@ -27,10 +27,6 @@ def is_inherited(perm: int) -> bool:
     return perm & PERM_INHERIT == PERM_INHERIT
 
 
-def is_priority(perm: int) -> bool:
-    return perm & PERM_PRIORITY == PERM_PRIORITY
-
-
 def perm_text(perm: int) -> str:
     """The bits as mqadmin prints them (PermName.perm2String): R, W, X (inherit) or - each."""
     return (

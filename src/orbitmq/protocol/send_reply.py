@@ -1,18 +1,11 @@
 """The success answer to SEND_MESSAGE(_V2), encoded from a template (sans-IO).
 
-Every stored send is answered with the same shape: code, no remark, and the ext fields msgId, queueId,
-queueOffset (transactionId when given), then fields that only change with the broker's config
-(MSG_REGION, TRACE_ON). Building an ext dict and running the general encoder (orjson for JSON, a
-key-by-key loop for ROCKETMQ) per answer cost more than the rest of the answer; `SendReply` keeps the
-per-answer values as attributes and writes its header from bytes prepared once per `SendReplyTemplate`.
-
-The bytes are exactly what `encode_command` writes for `reply.to_command()` (the same command with the
-ext dict built in that order): tests/unit/protocol/test_send_reply.py checks it for random values. Any
-shape the template does not cover (a remark, an unknown language, a value JSON would escape) is encoded
-by the general encoder, so the template can never write something different.
-
-`SendReply.ext_fields` stays empty (that dict is what the template saves); use `to_command()` to read
-the fields in process.
+Every stored send is answered with the same shape (msgId, queueId, queueOffset, transactionId when
+given, then fields that change only with the broker's config), so `SendReply` keeps the per-answer
+values as attributes and writes its header from bytes prepared once per `SendReplyTemplate` instead of
+building an ext dict for the general encoder. The bytes are exactly what `encode_command` writes for
+`reply.to_command()` (tests/unit/protocol/test_send_reply.py); any shape the template does not cover
+goes to the general encoder. `SendReply.ext_fields` stays empty: read the fields with `to_command()`.
 """
 
 from __future__ import annotations

@@ -22,13 +22,6 @@ from orbitmq.message.model import MessageExt
 from orbitmq.message.record_decode import decode_records
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import (
-    ConsumerSendMsgBackRequestHeader,
-    GetMaxOffsetRequestHeader,
-    PullMessageRequestHeader,
-    QueryConsumerOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
-)
 from orbitmq.protocol.sql92 import Selector
 from orbitmq.proxy.backend import LocalBroker
 from orbitmq.proxy.local_channel import LocalChannel
@@ -255,12 +248,12 @@ class PopService:
 
     async def _start_offset(self, channel: LocalChannel, group: str, topic: str, queue_id: int) -> int:
         """The group's committed offset, or the queue's end for a new group."""
-        header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id)
-        answer = await self._call(channel, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
+        header = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}
+        answer = await self._call(channel, RequestCode.QUERY_CONSUMER_OFFSET, header)
         if answer.code == ResponseCode.SUCCESS and int(answer.ext_fields.get("offset", "-1")) >= 0:
             return int(answer.ext_fields["offset"])
-        end = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id)
-        answer = await self._call(channel, RequestCode.GET_MAX_OFFSET, end.to_ext())
+        end = {"topic": topic, "queueId": str(queue_id)}
+        answer = await self._call(channel, RequestCode.GET_MAX_OFFSET, end)
         if answer.code != ResponseCode.SUCCESS:
             raise ProxyError(from_remoting(answer.code), answer.remark or "cannot read the queue's offsets")
         return int(answer.ext_fields.get("offset", "0"))
@@ -276,20 +269,20 @@ class PopService:
         queue_id: int,
         tags: str,
     ) -> Sequence[MessageExt]:
-        header = PullMessageRequestHeader(
-            consumer_group=group,
-            topic=topic,
-            queue_id=queue_id,
-            queue_offset=queue.next_offset,
-            max_msg_nums=wanted,
-            sys_flag=FLAG_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription=tags or "*",
-            expression_type="TAG",
-        )
-        answer = await self._call(channel, RequestCode.PULL_MESSAGE, header.to_ext())
+        header = {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": str(queue_id),
+            "queueOffset": str(queue.next_offset),
+            "maxMsgNums": str(wanted),
+            "sysFlag": str(FLAG_SUBSCRIPTION),
+            "commitOffset": "0",
+            "suspendTimeoutMillis": "0",
+            "subVersion": "0",
+            "subscription": tags or "*",
+            "expressionType": "TAG",
+        }
+        answer = await self._call(channel, RequestCode.PULL_MESSAGE, header)
         next_offset = answer.ext_fields.get("nextBeginOffset")
         if (
             answer.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY, 21)
@@ -310,24 +303,28 @@ class PopService:
         target = min(queue.in_flight) if queue.in_flight else queue.next_offset
         if target <= queue.committed:
             return
-        header = UpdateConsumerOffsetRequestHeader(
-            consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=target
-        )
-        answer = await self._call(channel, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+        header = {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": str(queue_id),
+            "commitOffset": str(target),
+        }
+        answer = await self._call(channel, RequestCode.UPDATE_CONSUMER_OFFSET, header)
         if answer.code == ResponseCode.SUCCESS:
             queue.committed = target
 
     async def _dead_letter(
         self, channel: LocalChannel, group: str, message: MessageExt, attempts: int
     ) -> None:
-        header = ConsumerSendMsgBackRequestHeader(
-            offset=message.commit_log_offset,
-            group=group,
-            delay_level=-1,
-            origin_msg_id=message.msg_id,
-            origin_topic=message.topic,
-            max_reconsume_times=max(attempts - 1, 0),
-        )
-        answer = await self._call(channel, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+        header = {
+            "offset": str(message.commit_log_offset),
+            "group": group,
+            "delayLevel": "-1",
+            "originMsgId": message.msg_id,
+            "originTopic": message.topic,
+            "unitMode": "false",
+            "maxReconsumeTimes": str(max(attempts - 1, 0)),
+        }
+        answer = await self._call(channel, RequestCode.CONSUMER_SEND_MSG_BACK, header)
         if answer.code != ResponseCode.SUCCESS:
             raise ProxyError(from_remoting(answer.code), answer.remark or "the dead letter queue refused it")

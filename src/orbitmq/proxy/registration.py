@@ -20,7 +20,6 @@ from orbitmq.protocol.bodies_client import (
 )
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import UnregisterClientRequestHeader
 from orbitmq.proxy.local_channel import LocalChannel
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.status import Code, ProxyError, from_remoting
@@ -67,15 +66,13 @@ async def register(channel: LocalChannel, client_id: str, settings: pb.Settings)
 async def unregister(channel: LocalChannel, client_id: str, settings: pb.Settings) -> None:
     groups = heartbeat_data(client_id, settings)
     for producer in groups.producer_data_set:
-        header = UnregisterClientRequestHeader(client_id=client_id, producer_group=producer.group_name)
-        await _unregister(channel, header)
+        await _unregister(channel, {"clientID": client_id, "producerGroup": producer.group_name})
     for consumer in groups.consumer_data_set:
-        header = UnregisterClientRequestHeader(client_id=client_id, consumer_group=consumer.group_name)
-        await _unregister(channel, header)
+        await _unregister(channel, {"clientID": client_id, "consumerGroup": consumer.group_name})
 
 
-async def _unregister(channel: LocalChannel, header: UnregisterClientRequestHeader) -> None:
-    request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.to_ext())
+async def _unregister(channel: LocalChannel, header: dict[str, str]) -> None:
+    request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header)
     answer = await channel.invoke(request, TIMEOUT_S)
     if answer.code != 0:
         raise ProxyError(Code.INTERNAL_SERVER_ERROR, answer.remark or "the broker refused to unregister")

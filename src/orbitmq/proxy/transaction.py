@@ -16,7 +16,7 @@ from orbitmq.message.record_decode import decode_record
 from orbitmq.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from orbitmq.protocol.java_values import parse_long
 from orbitmq.proxy.convert import to_pb
 from orbitmq.proxy.local_channel import LocalChannel
 from orbitmq.proxy.pb import definition_pb2 as pb
@@ -54,18 +54,16 @@ async def end_transaction(
     decision = _DECISIONS.get(request.resolution)
     if decision is None:  # unknown: nothing to do, the broker asks again later (RocketMQ's no-op)
         return spb.EndTransactionResponse(status=ok())
-    header = EndTransactionRequestHeader(
-        producer_group=topic,  # the 5.x producer group (send.py's PGROUP)
-        tran_state_table_offset=queue_offset,
-        commit_log_offset=commit_log_offset,
-        commit_or_rollback=decision,
-        msg_id=msg_id,
-        from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
-        transaction_id=request.message_id,
-    )
-    answer = await channel.invoke(
-        RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext()), TIMEOUT_S
-    )
+    header = {
+        "producerGroup": topic,  # the 5.x producer group (send.py's PGROUP)
+        "tranStateTableOffset": str(queue_offset),
+        "commitLogOffset": str(commit_log_offset),
+        "commitOrRollback": str(decision),
+        "msgId": msg_id,
+        "fromTransactionCheck": "true" if request.source == pb.SOURCE_SERVER_CHECK else "false",
+        "transactionId": request.message_id,
+    }
+    answer = await channel.invoke(RemotingCommand.request(RequestCode.END_TRANSACTION, header), TIMEOUT_S)
     if answer.code != ResponseCode.SUCCESS:
         return spb.EndTransactionResponse(status=status(from_remoting(answer.code), answer.remark))
     return spb.EndTransactionResponse(status=ok())
@@ -73,9 +71,10 @@ async def end_transaction(
 
 def recover_command(request: RemotingCommand) -> spb.TelemetryCommand:
     """The broker's CHECK_TRANSACTION_STATE (header and half record) as the command a 5.x producer takes."""
-    header = CheckTransactionStateRequestHeader.from_ext(request.ext_fields)
+    ext = request.ext_fields
     message = decode_record(request.body_bytes())
-    tid = transaction_id(header.offset_msg_id or message.offset_msg_id, header.tran_state_table_offset)
+    queue_offset = parse_long(ext.get("tranStateTableOffset", ""))
+    tid = transaction_id(ext.get("offsetMsgId") or message.offset_msg_id, queue_offset)
     command = spb.TelemetryCommand(status=ok())
     command.recover_orphaned_transaction_command.message.CopyFrom(to_pb(message))
     command.recover_orphaned_transaction_command.transaction_id = tid

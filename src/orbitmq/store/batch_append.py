@@ -1,16 +1,10 @@
 """The batch write path (SEND_BATCH_MESSAGE, the Spark sink) described by offsets, not by objects.
 
-A batch body is checked once (message.batch_scan.scan_batch, which decode_batch is built on too)
-and kept as the request bytes plus five ints per message (flag, body position and length, properties
-position and length) and its own properties text (decoded once: the UTF-8 check, and where TAGS, KEYS and
-UNIQ_KEY are read). `append_scanned` then packs every record of the batch in one pass straight into the
-mapped segment (same bytes as CommitLog.put_batch: the batch-level properties are appended to each
-message's own), builds the batch's consume-queue entries as one packed buffer and its index keys as two
-flat lists; `dispatch_run` writes the CQ entries with one copy per CQ file and the keys with one
-`KeyIndex.put_hashes`. No DispatchRequest, BatchEntry or property dict per message.
-
-CommitLog.put_batch (entries as objects) stays the path for the transient store pool (records are
-dispatched when committed) and for callers that build StoreBatch entries themselves.
+A batch body is checked once (message.batch_scan.scan_batch) and kept as the request bytes plus five
+ints per message. `append_scanned` packs every record in one pass straight into the mapped segment (the
+same bytes as CommitLog.put_batch), builds the consume-queue entries as one packed buffer and the index
+keys as two flat lists; `dispatch_run` writes them with one copy per CQ file and one
+`KeyIndex.put_run`. CommitLog.put_batch (entries as objects) stays the path for the transient store pool.
 """
 
 from __future__ import annotations
@@ -159,7 +153,7 @@ def append_scanned(
     topic_len = len(topic_bytes)
     born_host = batch.born_host
     store_host = log.store_host
-    # pack_record_at's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
+    # pack_record_into's host checks (sizes decide the IPv6 bits of the stored SYSFLAG).
     sys_flag = host_sys_flag(batch.sys_flag, born_host, store_host)
     fixed = fixed_struct(sys_flag)
     header_size = fixed.size
@@ -326,20 +320,7 @@ def append_scanned(
         offsets.append(physical_offset)
         pos += size
     _write_pieces(f, start, pieces, pos - start)
-    f.wrote_position = pos
-    f.store_timestamp = now
-    log.last_store_timestamp = now
-    log.topic_queue_table[key] = first_queue_offset + count
-    result = PutMessageResult(
-        PutMessageStatus.PUT_OK,
-        wrote_offset=first_offset,
-        wrote_bytes=total,
-        store_timestamp=now,
-        queue_offset=first_queue_offset,
-        msg_num=count,
-        store_host=store_host,
-        batch_offsets=offsets,
-    )
+    result = log.batch_appended(f, pos, now, key, first_queue_offset, offsets)
     run = AppendedRun(
         topic,
         queue_id,

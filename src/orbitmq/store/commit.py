@@ -214,10 +214,6 @@ class CommitService:
             ready.append(pending.popleft())
         return ready
 
-    @property
-    def uncommitted_bytes(self) -> int:
-        return self.current.uncommitted if self.current is not None else 0
-
     # ---- lifecycle ------------------------------------------------------------------------------
     def discard(self) -> None:
         """Drop what was not committed (a crash, or the log cut under us): buffer back, requests gone."""

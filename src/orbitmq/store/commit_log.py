@@ -31,7 +31,6 @@ from orbitmq.message.record_layout import (
     V6_EXTRA,
     Buffer,
     pack_blank_into,
-    pack_record_at,
     pack_record_into,
     record_size,
 )
@@ -251,7 +250,7 @@ class CommitLog:
             mm = segment.mm
         # A gathered record is packed into a buffer of its own, the pending write's piece.
         gathered = bytearray(size) if gather and mapped is not None else None
-        pack_record_at(
+        pack_record_into(
             mm if gathered is None else gathered,
             pos if gathered is None else 0,
             msg.queue_id,
@@ -355,7 +354,6 @@ class CommitLog:
         f = self._segment_for(total, now)
         mm = f.mm
         pos = f.wrote_position
-        first_offset = f.file_from_offset + pos
         for flag, body, properties_bytes, props, size in prepared:
             physical_offset = f.file_from_offset + pos
             pack_record_into(
@@ -392,21 +390,38 @@ class CommitLog:
             )
             pos += size
             queue_offset += 1
-        f.wrote_position = pos
+        offsets = [r.physical_offset for r in requests]
+        return self.batch_appended(f, pos, now, key, first_queue_offset, offsets), requests
+
+    def batch_appended(  # noqa: PLR0917 -- internal, the batch paths' tail
+        self,
+        f: MappedFile | BufferedSegment,
+        end: int,
+        now: int,
+        key: tuple[str, int],
+        first_queue_offset: int,
+        offsets: list[int],
+    ) -> PutMessageResult:
+        """After a batch's records were written into `f` up to `end` (at `offsets`): move the segment's
+        write position and the queue's next offset, and answer for the batch."""
+        first_offset = offsets[0]
+        f.wrote_position = end
         f.store_timestamp = now
         self.last_store_timestamp = now
-        self.topic_queue_table[key] = queue_offset
-        result = PutMessageResult(
+        self.topic_queue_table[key] = first_queue_offset + len(offsets)
+        wrote = f.file_from_offset + end - first_offset
+        count = len(offsets)
+        return PutMessageResult(
             PutMessageStatus.PUT_OK,
-            wrote_offset=first_offset,
-            wrote_bytes=total,
-            store_timestamp=now,
-            queue_offset=first_queue_offset,
-            msg_num=len(requests),
-            store_host=store_host,
-            batch_offsets=[r.physical_offset for r in requests],
+            first_offset,
+            wrote,
+            now,
+            first_queue_offset,
+            count,
+            "",
+            self.store_host,
+            offsets,
         )
-        return result, requests
 
     # ---- replicated appends (slave) -------------------------------------------------------------
     def append_data(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
@@ -433,16 +448,6 @@ class CommitLog:
         return True
 
     # ---- reads ----------------------------------------------------------------------------------
-    def get_data(self, offset: int, size: int) -> memoryview | None:
-        """A view of `size` bytes at `offset`, or None if not (or no longer) in the log."""
-        f = self.files.find(offset)
-        if f is None:
-            return None
-        pos = offset - f.file_from_offset
-        if pos + size > f.wrote_position or size <= 0:
-            return None
-        return f.view(pos, size)
-
     def get_data_from(self, offset: int, max_bytes: int) -> memoryview | None:
         """The written bytes from `offset` to the end of its segment, at most `max_bytes` (HA master)."""
         f = self.files.find(offset)
@@ -453,11 +458,3 @@ class CommitLog:
         if end <= pos:
             return None
         return f.view(pos, end - pos)
-
-    def record_size_at(self, offset: int) -> int:
-        f = self.files.find(offset)
-        if f is None or offset - f.file_from_offset + 4 > f.wrote_position:
-            return 0
-        return int.from_bytes(
-            f.mm[offset - f.file_from_offset : offset - f.file_from_offset + 4], "big", signed=True
-        )

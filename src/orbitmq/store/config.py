@@ -36,6 +36,16 @@ def _default_root() -> str:
     return os.path.join(os.path.expanduser("~"), "store")
 
 
+class _UnderRoot:
+    """A path below the store's root directory (fact sheet 6.1), read as an attribute."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, config: StoreConfig, owner: type[StoreConfig] | None = None) -> str:
+        return os.path.join(config.store_path_root_dir, self.name)
+
+
 @dataclass(slots=True)
 class StoreConfig:
     """The store's settings. Keys BrokerConfig has too (storePathRootDir, flushDiskType, brokerRole,
@@ -173,25 +183,11 @@ class StoreConfig:
     def commit_log_dir(self) -> str:
         return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
 
-    @property
-    def consume_queue_dir(self) -> str:
-        return os.path.join(self.store_path_root_dir, "consumequeue")
-
-    @property
-    def index_dir(self) -> str:
-        return os.path.join(self.store_path_root_dir, "index")
-
-    @property
-    def checkpoint_path(self) -> str:
-        return os.path.join(self.store_path_root_dir, "checkpoint")
-
-    @property
-    def abort_path(self) -> str:
-        return os.path.join(self.store_path_root_dir, "abort")
-
-    @property
-    def lock_path(self) -> str:
-        return os.path.join(self.store_path_root_dir, "lock")
+    consume_queue_dir = _UnderRoot("consumequeue")
+    index_dir = _UnderRoot("index")
+    checkpoint_path = _UnderRoot("checkpoint")
+    abort_path = _UnderRoot("abort")  # present while the store runs: found at load = a crash
+    lock_path = _UnderRoot("lock")
 
     @property
     def consume_queue_file_size(self) -> int:

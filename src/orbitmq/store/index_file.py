@@ -22,6 +22,7 @@ from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import index_key_hash
+from orbitmq.store.mapped_file import close_mapping, remove_file
 
 # Final: compiled code reads these as constants, not from the module's dict on every key.
 INDEX_HEADER_SIZE: Final = 40
@@ -96,10 +97,6 @@ class IndexFile:
             self.hash_slot_count,
             self.index_count,
         )
-
-    def put_key(self, key: str, physical_offset: int, store_timestamp: int) -> bool:
-        """Index `key` (`<topic>#<key>`) -> `physical_offset`; False if the file is full."""
-        return self.put_hash(index_key_hash(key), physical_offset, store_timestamp)
 
     def put_hash(self, key_hash: int, physical_offset: int, store_timestamp: int) -> bool:
         """Index a key by its index hash (see `index_key_hash`); False if the file is full."""
@@ -256,20 +253,10 @@ class IndexFile:
         self.flushed = True
 
     def close(self) -> None:
-        try:
-            if not self.mm.closed:
-                self._write_header()
-            self.mm.close()
-        except BufferError:
-            pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        if not self.mm.closed:
+            self._write_header()
+        close_mapping(self.mm, self.fd)
 
     def destroy(self) -> None:
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        remove_file(self.path)

@@ -111,9 +111,9 @@ class MappedFile:
             self.mm = mmap.mmap(self.fd, file_size, access=mmap.ACCESS_WRITE)
             if create and not reserve_blocks:
                 # The first write into a new sparse file's mapping faults in a block allocation on the
-                # caller's thread (ext4: 1.5 ms median, 20 ms p99 on a busy disk; on the event loop for
-                # every new consume queue). A one-byte pwrite of the zero that is there anyway puts the
-                # page in the page cache through the delayed-allocation path instead (~15 us).
+                # caller's thread (the event loop, for every new consume queue), which can take
+                # milliseconds on a busy disk. A one-byte pwrite of the zero that is there anyway puts
+                # the page in the page cache through the cheaper delayed-allocation path instead.
                 os.pwrite(self.fd, b"\0", 0)
         except BaseException:
             os.close(self.fd)
@@ -207,22 +207,11 @@ class MappedFile:
             # Released first: the slices handed out keep the mapping alive on their own.
             self._whole = None
             whole.release()
-        try:
-            self.mm.close()
-        except BufferError:
-            # Zero-copy views handed to readers are still alive; the mapping is released with them.
-            pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        close_mapping(self.mm, self.fd)
 
     def destroy(self) -> None:
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        remove_file(self.path)
 
     def last_modified_ms(self) -> int:
         try:
@@ -232,3 +221,24 @@ class MappedFile:
 
     def __repr__(self) -> str:
         return f"MappedFile({self.path}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+
+def close_mapping(mm: mmap.mmap, fd: int) -> None:
+    """Close a file's mapping and descriptor. A mapping that zero-copy views handed to readers still
+    use stays open until the last of them goes; a descriptor already closed is no error."""
+    try:
+        mm.close()
+    except BufferError:
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def remove_file(path: str) -> None:
+    """Delete `path`; already gone is fine."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,34 +1,12 @@
 """MessageStore: the one facade of the store engine (RocketMQ's DefaultMessageStore).
 
 A synchronous library: the broker's event loop calls `put_message`/`get_messages` directly (they never
-block on disk); one flusher thread does fdatasync (flush.py). Puts from several threads are serialized
-by one write lock (append + dispatch together, so consume queues stay in log order). Appends are
-dispatched to the consume queues and the index inline, in the same call, so a pull right after a put
-sees the message and arrival listeners fire before `put_message` returns -- unless the caller defers a
-single put's dispatch (`put_message(..., dispatch_later=True)`, allowed after
-`defer_dispatch_between_requests()`) and calls `dispatch_deferred()` itself once it has answered the
-sender (the broker, at the end of each turn of received requests). Every other read and write of the
-store dispatches deferred puts first, so the consume queues never lag the log where anyone can look.
-
-Gathered writes (`gather_writes_between_answers()`, ASYNC_FLUSH without the transient store pool): a
-deferred put with `gather=True` leaves its record unwritten with the ones gathered before it, and
-`write_pending()` writes them all with one pwritev; the broker gathers the sends of a turn of many
-requests and calls it before any answer leaves. Until then the segment's `wrote_position` does not
-move, so the flusher, replication and readers see only written records; every other read and write of
-the store writes them first, as it dispatches.
-
-Transient store pool (`transientStorePoolEnable`, only with ASYNC_FLUSH on a non-SLAVE broker): appends
-go into an off-file buffer and become visible -- to reads, the HA master, the flusher, and the consume
-queues/index, which are dispatched then -- only when `commit()` copies them into the segment file. The
-broker calls `commit()` from its event loop every `commitIntervalCommitLog` ms (the loop, not the flusher
-thread: dispatch writes consume queues and fires arrival listeners, which belong to the single writer).
-`shutdown()` commits everything; `abort()` loses what was not committed, as a crash does.
-
-Files (fact sheet 6.1): `commitlog/`, `consumequeue/<topic>/<queue>/`, `index/`, `checkpoint`, `abort`
-(present while running; its presence at load means the last exit was a crash) and `lock` (exclusive
-fcntl lock on byte 0, content "lock", as RocketMQ holds it).
-
-This module knows nothing of sockets, asyncio or request codes.
+block on disk); one flusher thread does fdatasync (flush.py). One write lock serializes append and
+dispatch, so consume queues stay in log order. A put is dispatched to its consume queue and the index in
+the same call, unless the caller defers it (`dispatch_later`, `gather`: see put_message); every other
+read and write dispatches deferred puts first, so nobody sees the log ahead of its queues. With the
+transient store pool appends become visible only when `commit()` copies them into the segment file.
+Reads: store_reads.py; flushing, topics, retention, replication hooks: store_upkeep.py. Files: fact sheet 6.1.
 """
 
 from __future__ import annotations
@@ -43,7 +21,6 @@ from typing import Final
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hosts import pack_host
-from orbitmq.message.record import SCHEDULE_TOPIC
 from orbitmq.store.batch_append import append_scanned, dispatch_run
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commit import CommitService
@@ -51,29 +28,29 @@ from orbitmq.store.commit_log import CommitLog, SegmentCreateError
 from orbitmq.store.config import SLAVE, SYNC_FLUSH, SYNC_MASTER, StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.dir_lock import StoreDirLock
-from orbitmq.store.dispatch import ArrivalListener, Dispatcher, DispatchRequest
-from orbitmq.store.flush import FlushCallback, FlushService
+from orbitmq.store.dispatch import Dispatcher, DispatchRequest
+from orbitmq.store.flush import FlushService
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.page_prepare import PagePreparer
 from orbitmq.store.paths import UnsafeNameError, child_dir
 from orbitmq.store.reads import ReadPath
-from orbitmq.store.recovery import rebuild_topic_queue_table, recover
+from orbitmq.store.recovery import recover
 from orbitmq.store.recovery_progress import LoggingProgress, RecoveryProgress
 from orbitmq.store.results import (
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
 )
-from orbitmq.store.retention import CleanResult, DiskUsage, Retention, disk_usage_ratio
+from orbitmq.store.retention import DiskUsage, Retention, disk_usage_ratio
 from orbitmq.store.stats import StoreStats
 from orbitmq.store.store_message import StoreBatch, StoreMessage
-from orbitmq.store.store_reads import StoreReads
+from orbitmq.store.store_upkeep import StoreUpkeep
 from orbitmq.store.transient_pool import TransientStorePool, activation
 
 log: Final = logging.getLogger(__name__)
 
 
-class MessageStore(StoreReads):
+class MessageStore(StoreUpkeep):
     def __init__(
         self,
         config: StoreConfig,
@@ -107,7 +84,7 @@ class MessageStore(StoreReads):
         )
         self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
         # The transient store pool: whether appends go through write buffers and a commit step.
-        self.committer: CommitService | None = None
+        self.committer = None
         pool_active, ignored_because = activation(config)
         self.transient_store_pool_active = pool_active
         if pool_active:
@@ -123,7 +100,7 @@ class MessageStore(StoreReads):
         elif ignored_because:
             log.warning("transientStorePoolEnable=true is ignored: %s", ignored_because)
         self.checkpoint: StoreCheckpoint | None = None
-        self.flusher: FlushService | None = None
+        self.flusher = None
         if config.page_prepare_ahead_bytes < 0:
             raise StoreError(
                 f"pagePrepareAheadBytes must be at least 0, not {config.page_prepare_ahead_bytes}"
@@ -196,6 +173,9 @@ class MessageStore(StoreReads):
                 self._release_lock()
             raise
         self._loaded = True
+        if not self.commit_log.files.files:  # nothing was ever written here
+            log.info("store %s created: a new, empty commit log", config.store_path_root_dir)
+            return self.last_exit_ok
         # One line an operator can act on: was the last stop clean, and what did recovery cost.
         log.log(
             logging.INFO if self.last_exit_ok else logging.WARNING,
@@ -487,26 +467,6 @@ class MessageStore(StoreReads):
             return self.committer.committed_store_timestamp
         return self.commit_log.last_store_timestamp
 
-    def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
-        """Group commit: `callback(True)` from the flusher thread once the log is flushed to `end_offset`,
-        `callback(False)` after `sync_flush_timeout` ms."""
-        assert self.flusher is not None, "load() first"
-        self.flusher.request_flush(end_offset, callback)
-
-    def wait_flushed(self, end_offset: int, timeout: float | None = None) -> bool:
-        """Block this thread until the log is flushed to `end_offset` (tools, tests; not for the loop)."""
-        assert self.flusher is not None, "load() first"
-        return self.flusher.wait_flushed(end_offset, timeout)
-
-    def flush(self) -> int:
-        """Flush the commit log now (blocking); returns the flushed offset."""
-        assert self.flusher is not None, "load() first"
-        return self.flusher.flush_commit_log(0)
-
-    def flush_consume_queues(self) -> None:
-        assert self.flusher is not None, "load() first"
-        self.flusher.flush_consume_queues(0)
-
     # ---- read path: store_reads.py (StoreReads), and query_message -----------------------------
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
@@ -514,121 +474,3 @@ class MessageStore(StoreReads):
         if self.dispatcher.index_pending or self._deferred:
             self.flush_index()
         return self.reads.query_message(topic, key, max_num, begin_ms, end_ms)
-
-    # ---- topics, listeners, housekeeping --------------------------------------------------------
-    def add_arrival_listener(self, listener: ArrivalListener) -> None:
-        """`listener(topic, queue_id, new_max_offset, tags_code)` after each dispatch (loop thread)."""
-        # Replaced, not changed in place: a dispatch iterating the old list is not disturbed.
-        self.dispatcher.listeners = [*self.dispatcher.listeners, listener]
-
-    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
-        """Stop calling `listener` (an equal bound method is the same listener); absent: nothing."""
-        self.dispatcher.listeners = [known for known in self.dispatcher.listeners if known != listener]
-
-    def delete_topics(self, topics: set[str]) -> None:
-        """Drop the consume queues of `topics` (their records stay in the log until retention)."""
-        with self._write_lock:
-            self._dispatch_deferred_locked()
-            self._delete_topics(topics)
-
-    def _delete_topics(self, topics: set[str]) -> None:
-        for topic in topics:
-            self.queues.remove_topic(topic)
-            for key in [k for k in self.commit_log.topic_queue_table if k[0] == topic]:
-                del self.commit_log.topic_queue_table[key]
-
-    def topics(self) -> set[str]:
-        self.dispatch_deferred()
-        return self.queues.topics()
-
-    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
-        """`mqadmin cleanExpiredCQ` (DefaultMessageStore.cleanExpiredConsumerQueue): destroy every
-        consume queue whose last record ends at or below the commit log's min offset (all it points at
-        is gone), except SCHEDULE_TOPIC_XXXX's. As in RocketMQ the queue's next logical offset is
-        forgotten too: a later message to it starts again at 0. Returns the (topic, queue id) removed."""
-        removed: list[tuple[str, int]] = []
-        with self._write_lock:
-            self._dispatch_deferred_locked()
-            min_phy = self.commit_log.min_offset
-            for cq in self.queues.snapshot():
-                # -1: created but never written (RocketMQ skips those too)
-                if cq.topic == SCHEDULE_TOPIC or cq.max_physic_offset < 0 or cq.max_physic_offset > min_phy:
-                    continue
-                self.queues.remove_queue(cq.topic, cq.queue_id)
-                self.commit_log.topic_queue_table.pop((cq.topic, cq.queue_id), None)
-                removed.append((cq.topic, cq.queue_id))
-        return removed
-
-    def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
-        """Retention round (call every cleanResourceInterval); `now_ms` defaults to the store's clock;
-        `force` ignores the deleteWhen hours (RocketMQ's manual delete)."""
-        with self._write_lock:
-            self._dispatch_deferred_locked()
-            return self.retention.clean_expired_files(now_ms, force=force)
-
-    @property
-    def is_writable(self) -> bool:
-        return self._running and not self.retention.disk_full
-
-    def runtime_info(self) -> dict[str, str]:
-        self.stats.sample()
-        info = self.stats.as_dict()
-        commit_log_ratio = self.retention.disk_usage(self.config.commit_log_dir)
-        info.update(
-            {
-                "commitLogMinOffset": str(self.commit_log.min_offset),
-                "commitLogMaxOffset": str(self.commit_log.max_offset),
-                "commitLogDiskRatio": f"{commit_log_ratio:.4f}",
-                "consumeQueueDiskRatio": f"{self.retention.disk_usage(self.config.consume_queue_dir):.4f}",
-                "remainHowManyDataToFlush": str(self.commit_log.files.remaining_to_flush),
-                "dispatchBehindBytes": str(self.dispatch_behind_bytes),
-                "earliestMessageTimeStamp": str(self.get_earliest_store_time()),
-                "remainTransientStoreBufferNumbs": (
-                    str(self.committer.pool.available) if self.committer is not None else "0"
-                ),
-                "pageCacheLockTimeMills": "0",
-                "putMessageEntireTimeMax": "0",
-            }
-        )
-        return info
-
-    # ---- HA hooks -------------------------------------------------------------------------------
-    def get_commit_log_data(self, offset: int, max_bytes: int = 1 << 30) -> memoryview | None:
-        """Log bytes from `offset` to the end of its segment's written data (HA master transfer)."""
-        return self.commit_log.get_data_from(offset, max_bytes)
-
-    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
-        """Append replicated bytes (slave) and dispatch the complete records; False if `start_offset`
-        does not continue the log."""
-        with self._write_lock:
-            self._dispatch_deferred_locked()
-            if not self.commit_log.append_data(start_offset, data):
-                return False
-            self.dispatcher.dispatch_from_log()
-        # A slave's log timestamps come from the master's records (RocketMQ sets both on a slave).
-        self.commit_log.last_store_timestamp = self.dispatcher.last_dispatched_timestamp
-        return True
-
-    @property
-    def confirm_offset(self) -> int:
-        """The offset confirmed by replication (-1 until set): the HA engineer sets it."""
-        return self.commit_log.confirm_offset
-
-    @confirm_offset.setter
-    def confirm_offset(self, value: int) -> None:
-        self.commit_log.confirm_offset = value
-
-    def truncate_commit_log(self, offset: int) -> None:
-        """Cut the log (and derived files) at `offset` (a slave re-syncing behind a master)."""
-        with self._write_lock, self.commit_log.put_lock:
-            self._dispatch_deferred_locked()
-            self.dispatcher.flush_index()
-            if self.committer is not None:
-                self.committer.discard()
-            self.commit_log.files.truncate_dirty_files(offset)
-            for cq in self.queues.snapshot():
-                cq.truncate_dirty_logic_files(offset)
-            if self.key_index is not None:
-                self.key_index.drop_files_beyond(offset)
-            self.dispatcher.reput_offset = min(self.dispatcher.reput_offset, offset)
-            rebuild_topic_queue_table(self.commit_log, self.queues)

@@ -1,29 +1,16 @@
-"""PagePreparer (opt-in): a thread that brings the commit log's next pages into the page cache before
-the appends reach them, so the appending thread (the broker's event loop) does not allocate and zero them.
+"""PagePreparer (opt-in, `pagePrepareAheadBytes`): a thread that brings the commit log's next pages into
+the page cache ahead of the appends, so the appending thread (the broker's event loop) does not fault
+and zero them inside an append, before its answer.
 
-Why: a segment is a sparse file (as RocketMQ leaves it). The first write into each stretch of it faults,
-and the kernel allocates page-cache folios and zero-fills them (ext4 reads a hole as zeros) on the
-writing thread, inside the append and before the answer. In perf profiles of the broker under W2
-pipelined this was 15-18 % of its CPU (`pack_record_at` -> page fault -> `zero_user_segments`), and the
-stretches zeroed at once are large enough for a window of sends to stall: on the 2-core bench VM the
-pipelined window's p99 was 20.5-25 ms without this thread and 8.5-16 ms with it (BENCHMARKS.md).
-
-Why opt-in: the zeroing does not go away, it moves to this thread, and the appending thread still maps
-the prepared pages. With a core to spare that is a gain; on that VM, where the bench client uses the
-other core, a batch's p99 rose by 0.4-1 ms and some batch runs lost a fifth of their rate.
-
-How: for each chunk ahead of the write position, the thread maps it read-only through a descriptor of
-its own and asks for `MADV_POPULATE_READ` (Linux 5.14). Reading a hole fills the page cache with clean
-zero pages: nothing is written back and no disk block is allocated, so durability and disk usage are as
-without it (a populating *write* would dirty the pages: the flusher would write the zeros out, and the
-next append fault again). The mapping and descriptor are released right after each chunk, so a segment
-deleted meanwhile (retention, truncation) is never kept alive. The calls go through ctypes, which
-releases the GIL during them (`mmap.madvise` holds it: the loop stalled for milliseconds per call).
-
-`pagePrepareAheadBytes` (orbitmq's own key; 0, the default, = off; 16777216 is a good value) sets how far
-ahead. Where the call is missing (not Linux, older kernels) the thread notes it once and stops: appends
-then fault as before. RocketMQ's nearest setting, warmMapedFileEnable, writes zeros into a whole new
-segment instead.
+A segment is a sparse file (as RocketMQ leaves it): the first write into each stretch faults and the
+kernel zero-fills page-cache folios on the writing thread. For each chunk ahead of the write position
+this thread maps it read-only through a descriptor of its own and asks for `MADV_POPULATE_READ` (Linux
+5.14): reading a hole fills the cache with clean zero pages, so nothing is written back and no disk
+block is allocated (a populating write would dirty them). Mapping and descriptor are released after
+each chunk, so a segment deleted meanwhile is never kept alive; ctypes releases the GIL during the
+calls (`mmap.madvise` does not). Opt-in because the zeroing moves to this thread rather than going
+away: a gain with a core to spare, a loss without one. Without the call (not Linux, older kernels) the
+thread notes it once and stops. RocketMQ's nearest setting, warmMapedFileEnable, writes zeros instead.
 """
 
 from __future__ import annotations
@@ -47,7 +34,7 @@ _MAP_SHARED: Final = 1
 _MAP_FAILED: Final = ctypes.c_void_p(-1).value
 DEFAULT_CHUNK: Final = 2 << 20  # per call: a few ms of zeroing, so stop() is never far away
 BUSY_WAIT: Final = 0.01  # s between rounds while the write position moves
-IDLE_WAIT: Final = 0.1  # s between rounds while it does not (16 MiB ahead last 80 ms at 200 MB/s)
+IDLE_WAIT: Final = 0.1  # s between rounds while it does not
 
 
 class _Libc:

@@ -160,19 +160,11 @@ def scan_valid_end(
                 progress(RecoveryStep("scan", f.file_tail_offset - first, last - first))
             index += 1
             continue
-        if progress is not None:
-            progress(RecoveryStep("scan", last - first, last - first))
-        if what == BLANK:
-            # The blank closes the last segment: the log continues at the next (not yet created) one.
-            return f.file_tail_offset
-        return f.file_from_offset + pos
-
-
-def _next_is_not_a_record(mm: mmap.mmap, pos: int) -> bool:
-    """A cheap look at the magic after a record: only the log's last record needs the torn-text check."""
-    if pos + 8 > len(mm):
-        return True
-    return _MAGIC.unpack_from(mm, pos + 4)[0] not in (MESSAGE_MAGIC, BLANK_MAGIC)
+        # A blank closes the last segment: the log continues at the next (not yet created) one.
+        end = f.file_tail_offset if what == BLANK else f.file_from_offset + pos
+        if progress is not None:  # the bytes checked, not the segments' mapped size
+            progress(RecoveryStep("scan", end - first, end - first))
+        return end
 
 
 def _torn_text(mm: mmap.mmap, r: RecordHeader) -> bool:

@@ -19,7 +19,7 @@ log = logging.getLogger("orbitmq.store.recovery")
 class RecoveryStep:
     phase: str  # "scan" or "dispatch"
     done: int  # commit-log bytes this phase has processed so far
-    total: int  # commit-log bytes this phase covers
+    total: int  # commit-log bytes this phase covers (the scan's: at most, until its last step)
 
     @property
     def fraction(self) -> float:

@@ -258,6 +258,3 @@ class MappedFileQueue:
         if self._ahead is not None:
             self._ahead.close()
             self._ahead = None
-
-    def total_disk_bytes(self) -> int:
-        return len(self.files) * self.file_size

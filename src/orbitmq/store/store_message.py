@@ -8,10 +8,9 @@ to SCHEDULE_TOPIC_XXXX by the broker before the put (the store only derives thei
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from orbitmq.store.batch_append import ScannedBatch
+from orbitmq.message.batch_scan import ScannedBatch
 
 Buffer = bytes | bytearray | memoryview
 

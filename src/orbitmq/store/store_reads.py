@@ -59,12 +59,6 @@ class StoreReads:
         # RocketMQ creates the queue on lookup, so an unknown queue reports 0.
         return cq.min_offset if cq is not None else 0
 
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
-        self.dispatch_deferred()
-        cq = self.queues.find(topic, queue_id)
-        entry = cq.entry(offset) if cq is not None else None
-        return entry[0] if entry is not None else 0
-
     def read_consume_queue(
         self, topic: str, queue_id: int, offset: int, max_count: int
     ) -> list[tuple[int, int, int, int]]:

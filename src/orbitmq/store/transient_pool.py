@@ -1,16 +1,10 @@
 """TransientStorePool: reusable off-file write buffers for the commit log (RocketMQ's TransientStorePool).
 
-With `transientStorePoolEnable` the commit log appends into one of these buffers instead of the segment's
-file mapping; the commit step (commit.py) later copies the written bytes into the file. Each buffer has
-the commit-log segment size and is an anonymous memory mapping: allocated lazily on first borrow (pages
-are only backed once touched, so a 1 GiB buffer costs what is written into it) and reused when its
-segment is done, never zeroed in between (the commit step copies only bytes written for the current
-segment, so stale bytes beyond them never reach a file).
-
-`activation` decides whether the pool applies at all: RocketMQ uses it only with ASYNC_FLUSH on a
-non-SLAVE broker and silently ignores the setting otherwise (we log why).
-
-This module knows nothing of records, files or dispatch.
+With `transientStorePoolEnable` the commit log appends into one of these buffers and the commit step
+(commit.py) copies the written bytes into the segment file. Each buffer is an anonymous mapping of the
+segment size, backed only where written, reused and never zeroed (the commit copies only the current
+segment's bytes). `activation` says whether the pool applies: as in RocketMQ, only with ASYNC_FLUSH on a
+non-SLAVE broker (we log why it is ignored otherwise). Knows nothing of records, files or dispatch.
 """
 
 from __future__ import annotations

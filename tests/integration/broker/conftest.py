@@ -10,17 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
+from orbitmq.client.send_request import send_header_v2
 from orbitmq.message.codec import decode_records, encode_properties
 from orbitmq.message.model import MessageExt
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import (
-    CreateTopicRequestHeader,
-    PullMessageRequestHeader,
-    SendMessageRequestHeader,
-)
 from orbitmq.testing.launch import start_serve
 from orbitmq.testing.process import ServerProcess
+from orbitmq.testing.requests import create_topic_ext, long_names, pull_ext
 from orbitmq.transport import RemotingClient
 
 TIMEOUT = 5.0
@@ -57,10 +54,7 @@ class Raw:
         return await self.client.invoke(addr or self.broker, request, timeout)
 
     async def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> None:
-        header = CreateTopicRequestHeader(
-            topic=topic, read_queue_nums=queues, write_queue_nums=queues, perm=perm
-        )
-        response = await self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+        response = await self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_ext(topic, queues, perm))
         assert response.code == ResponseCode.SUCCESS, response.remark
 
     async def send(
@@ -83,19 +77,21 @@ class Raw:
             properties["TAGS"] = tags
         if keys:
             properties["KEYS"] = keys
-        header = SendMessageRequestHeader(
-            producer_group=group,
+        header = send_header_v2(
+            group=group,
             topic=topic,
             queue_id=queue_id,
             sys_flag=sys_flag,
             born_timestamp=int(time.time() * 1000),
+            flag=0,
             properties=encode_properties(properties),
-            reconsume_times=reconsume_times,
+            broker_name="broker-a",
+            reconsume_times=reconsume_times or 0,
             max_reconsume_times=max_reconsume_times,
         )
         if v1:
-            return await self.call(RequestCode.SEND_MESSAGE, header.to_ext(), body)
-        return await self.call(RequestCode.SEND_MESSAGE_V2, header.to_ext_v2(), body)
+            return await self.call(RequestCode.SEND_MESSAGE, long_names(header), body)
+        return await self.call(RequestCode.SEND_MESSAGE_V2, header, body)
 
     async def pull(
         self,
@@ -112,20 +108,19 @@ class Raw:
         timeout: float = TIMEOUT,
     ) -> RemotingCommand:
         sys_flag = (2 if suspend_ms else 0) | (4 if subscription is not None else 0) | (1 if commit else 0)
-        header = PullMessageRequestHeader(
-            consumer_group=group,
-            topic=topic,
-            queue_id=queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
+        header = pull_ext(
+            group,
+            topic,
+            queue_id,
+            offset,
+            max_nums=max_nums,
             sys_flag=sys_flag,
-            commit_offset=commit_offset,
-            suspend_timeout_millis=suspend_ms,
-            sub_version=0,
+            suspend_ms=suspend_ms,
             subscription=subscription,
-            expression_type="TAG",
         )
-        return await self.call(RequestCode.PULL_MESSAGE, header.to_ext(), timeout=timeout)
+        header["commitOffset"] = str(commit_offset)
+        header["expressionType"] = "TAG"
+        return await self.call(RequestCode.PULL_MESSAGE, header, timeout=timeout)
 
     async def heartbeat(
         self,

@@ -10,7 +10,6 @@ import orjson
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import ConsumerSendMsgBackRequestHeader
 from orbitmq.transport import Connection, RemotingClient
 
 from .conftest import Raw, messages
@@ -65,16 +64,17 @@ async def test_send_back_goes_to_retry_after_delay_then_to_dlq(raw: Raw) -> None
     sent = await raw.send("RetryT", b"retry me", tags="R")
     assert sent.code == ResponseCode.SUCCESS
     original = messages(await raw.pull("RetryT", 0, 0))[0]
-    header = ConsumerSendMsgBackRequestHeader(
-        offset=original.commit_log_offset,
-        group="rg",
-        delay_level=1,
-        origin_msg_id=original.msg_id,
-        origin_topic="RetryT",
-        max_reconsume_times=1,
-    )
+    header = {
+        "offset": str(original.commit_log_offset),
+        "group": "rg",
+        "delayLevel": "1",
+        "originMsgId": original.msg_id,
+        "originTopic": "RetryT",
+        "unitMode": "false",
+        "maxReconsumeTimes": "1",
+    }
     started = time.monotonic()
-    back = await raw.call(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+    back = await raw.call(RequestCode.CONSUMER_SEND_MSG_BACK, header)
     assert back.code == ResponseCode.SUCCESS, back.remark
     retry = None
     for _ in range(60):
@@ -90,8 +90,8 @@ async def test_send_back_goes_to_retry_after_delay_then_to_dlq(raw: Raw) -> None
     assert retry.properties["ORIGIN_MESSAGE_ID"] == original.offset_msg_id
 
     # Reconsumed once already and max is 1: the next give-back lands in the DLQ.
-    header.offset = retry.commit_log_offset
-    back = await raw.call(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+    header["offset"] = str(retry.commit_log_offset)
+    back = await raw.call(RequestCode.CONSUMER_SEND_MSG_BACK, header)
     assert back.code == ResponseCode.SUCCESS, back.remark
     dlq = messages(await raw.pull("%DLQ%rg", 0, 0, group="rg"))
     assert dlq[0].body == b"retry me" and dlq[0].reconsume_times == 2

@@ -9,19 +9,14 @@ from tests.integration.broker.conftest import Raw, messages
 from orbitmq.message.batch import encode_batch
 from orbitmq.message.model import Message
 from orbitmq.protocol.codes import RequestCode, ResponseCode
-from orbitmq.protocol.headers import (
-    CreateTopicRequestHeader,
-    GetMaxOffsetRequestHeader,
-    SendMessageRequestHeader,
-)
+from orbitmq.testing.requests import create_topic_ext, long_names, send_ext
 
 FALSE_TEXTS = ("0", "1", "", "false", "yes")
 TRUE_TEXTS = ("True", "TRUE", "true")
 
 
 async def _max_offset(raw: Raw, topic: str) -> int:
-    header = GetMaxOffsetRequestHeader(topic=topic, queue_id=0)
-    response = await raw.call(RequestCode.GET_MAX_OFFSET, header.to_ext())
+    response = await raw.call(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": "0"})
     assert response.code == ResponseCode.SUCCESS, response.remark
     return int(response.ext_fields["offset"])
 
@@ -30,12 +25,10 @@ async def test_send_batch_flag_v1_and_v2(raw: Raw) -> None:
     topic = "JavaFlagSend"
     await raw.create_topic(topic, queues=1)
     batch_body = encode_batch([Message.create(topic, b"a"), Message.create(topic, b"b")])
-    header = SendMessageRequestHeader(
-        producer_group="pg", topic=topic, queue_id=0, sys_flag=0, born_timestamp=1
-    )
+    header = send_ext(topic, born_timestamp=1)
     for code, ext, key in (
-        (RequestCode.SEND_MESSAGE, header.to_ext(), "batch"),
-        (RequestCode.SEND_MESSAGE_V2, header.to_ext_v2(), "m"),
+        (RequestCode.SEND_MESSAGE, long_names(header), "batch"),
+        (RequestCode.SEND_MESSAGE_V2, header, "m"),
     ):
         for text in FALSE_TEXTS:  # a single message: one more offset, its body stored as sent
             before = await _max_offset(raw, topic)
@@ -57,8 +50,8 @@ async def test_send_batch_flag_v1_and_v2(raw: Raw) -> None:
 async def test_create_topic_order_flag(raw: Raw) -> None:
     for text, expected in (("1", False), ("0", False), ("", False), ("True", True)):
         topic = f"JavaFlagOrder{len(text)}{text}"
-        header = CreateTopicRequestHeader(topic=topic, read_queue_nums=1, write_queue_nums=1, perm=6)
-        response = await raw.call(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext() | {"order": text})
+        header = create_topic_ext(topic, queues=1)
+        response = await raw.call(RequestCode.UPDATE_AND_CREATE_TOPIC, header | {"order": text})
         assert response.code == ResponseCode.SUCCESS, response.remark
         configs = await raw.call(RequestCode.GET_ALL_TOPIC_CONFIG)
         table = orjson.loads(configs.body_bytes())["topicConfigTable"]

@@ -17,16 +17,15 @@ import orjson
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import CreateTopicRequestHeader
 from orbitmq.testing.launch import start_broker, start_serve
+from orbitmq.testing.requests import create_topic_ext
 from orbitmq.transport import RemotingClient
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.server import RemotingServer
 
 
 async def create_topic(client: RemotingClient, broker: str, topic: str) -> None:
-    header = CreateTopicRequestHeader(topic=topic, read_queue_nums=2, write_queue_nums=2, perm=6)
-    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext())
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_ext(topic, queues=2))
     response = await client.invoke(broker, request, 5.0)
     assert response.code == ResponseCode.SUCCESS, response.remark
 

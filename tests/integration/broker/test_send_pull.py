@@ -11,6 +11,7 @@ import orjson
 from orbitmq.message.batch import encode_batch
 from orbitmq.message.model import Message
 from orbitmq.protocol.codes import RequestCode, ResponseCode
+from orbitmq.testing.requests import send_ext
 
 from .conftest import Raw, messages
 
@@ -66,17 +67,8 @@ async def test_pull_statuses(raw: Raw) -> None:
 async def test_batch_send(raw: Raw) -> None:
     await raw.create_topic("Batch", queues=1)
     batch = [Message.create("Batch", f"b{i}", tags="bt") for i in range(5)]
-    from orbitmq.protocol.headers import SendMessageRequestHeader
-
-    header = SendMessageRequestHeader(
-        producer_group="pg",
-        topic="Batch",
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        batch=True,
-    )
-    response = await raw.call(RequestCode.SEND_BATCH_MESSAGE, header.to_ext_v2(), encode_batch(batch))
+    header = send_ext("Batch", batch=True)
+    response = await raw.call(RequestCode.SEND_BATCH_MESSAGE, header, encode_batch(batch))
     assert response.code == ResponseCode.SUCCESS, response.remark
     assert len(response.ext_fields["msgId"].split(",")) == 5
     msgs = messages(await raw.pull("Batch", 0, 0))

@@ -17,9 +17,9 @@ import pytest
 
 from orbitmq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from orbitmq.protocol.command import RemotingCommand, decode_command, encode_command_bytes
-from orbitmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from orbitmq.testing.launch import start_serve
 from orbitmq.testing.process import ServerProcess
+from orbitmq.testing.requests import pull_ext, send_ext
 from orbitmq.transport import RemotingClient, split_address
 
 TOPIC = "LimitsTopic"
@@ -180,23 +180,13 @@ async def test_held_requests_per_connection_are_capped(serve: ServerProcess, cli
         5,
     )
     assert created.code == ResponseCode.SUCCESS
-    pull = PullMessageRequestHeader(
-        consumer_group="held",
-        topic=TOPIC,
-        queue_id=0,
-        queue_offset=0,
-        max_msg_nums=1,
-        sys_flag=2 | 4,  # suspend + subscription: held by long polling while the queue is empty
-        commit_offset=0,
-        suspend_timeout_millis=15_000,
-        sub_version=0,
-        subscription="*",
-    )
+    # suspend + subscription: held by long polling while the queue is empty
+    pull = pull_ext("held", TOPIC, 0, 0, max_nums=1, sys_flag=2 | 4, suspend_ms=15_000)
     host, port = split_address(serve.broker_addr)
     reader, writer = await asyncio.open_connection(host, port)
     try:
         for _ in range(MAX_INFLIGHT + 2):
-            writer.write(request_bytes(RequestCode.PULL_MESSAGE, pull.to_ext()))
+            writer.write(request_bytes(RequestCode.PULL_MESSAGE, pull))
         await writer.drain()
         # Only the requests past the cap are answered now: SYSTEM_BUSY.
         for _ in range(2):
@@ -205,18 +195,13 @@ async def test_held_requests_per_connection_are_capped(serve: ServerProcess, cli
             assert busy.code == ResponseCode.SYSTEM_BUSY, busy.remark
         # Another connection is not affected: its held pull is answered when a message arrives.
         other = asyncio.ensure_future(
-            client.invoke(
-                serve.broker_addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext()), 10
-            )
+            client.invoke(serve.broker_addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull), 10)
         )
         await asyncio.sleep(0.2)
         assert not other.done()
-        header = SendMessageRequestHeader(
-            producer_group="pg", topic=TOPIC, queue_id=0, sys_flag=0, born_timestamp=1
-        )
         sent = await client.invoke(
             serve.broker_addr,
-            RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_v2(), b"m"),
+            RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, send_ext(TOPIC, born_timestamp=1), b"m"),
             5,
         )
         assert sent.code == ResponseCode.SUCCESS

@@ -8,7 +8,6 @@ it through `consumequeue/<topic>/` if they reached the store.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,9 +17,9 @@ import pytest
 from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import SendMessageRequestHeader
 from orbitmq.testing.launch import start_serve
 from orbitmq.testing.process import ServerProcess
+from orbitmq.testing.requests import long_names, send_ext
 from orbitmq.transport import RemotingClient
 
 TOPIC = "NamesTopic"
@@ -86,19 +85,11 @@ async def invoke(w: World, addr: str, code: int, ext: dict[str, str], body: byte
 
 
 def send_ext_v2(topic: str = TOPIC, group: str = "pg") -> dict[str, str]:
-    header = SendMessageRequestHeader(
-        producer_group=group, topic=topic, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000)
-    )
-    ext = header.to_ext_v2()
-    ext["i"] = encode_properties({"TAGS": "t"})
-    return ext
+    return send_ext(topic, group=group, properties=encode_properties({"TAGS": "t"}))
 
 
 def send_ext_v1(topic: str = TOPIC, group: str = "pg") -> dict[str, str]:
-    header = SendMessageRequestHeader(
-        producer_group=group, topic=topic, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000)
-    )
-    return header.to_ext()
+    return long_names(send_ext(topic, group=group))
 
 
 async def physical_offset_of_a_message(w: World) -> int:

@@ -19,36 +19,22 @@ import orjson
 from orbitmq.message.property_string import encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from orbitmq.testing.launch import start_serve
+from orbitmq.testing.requests import pull_ext, send_ext
 from orbitmq.transport import RemotingClient
 
 TOPIC = "PoisonTopic"
 
 
 def send_request(body: bytes, props: dict[str, str]) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="pg", topic=TOPIC, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000)
-    )
-    ext = header.to_ext_v2()
-    ext["i"] = encode_properties(props)
+    ext = send_ext(TOPIC, properties=encode_properties(props))
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
 async def pull_bodies(client: RemotingClient, addr: str, offset: int) -> list[bytes]:
-    pull = PullMessageRequestHeader(
-        consumer_group="poison-check",
-        topic=TOPIC,
-        queue_id=0,
-        queue_offset=offset,
-        max_msg_nums=32,
-        sys_flag=4,  # carries its subscription: no heartbeat needed
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        sub_version=0,
-        subscription="*",
-    )
-    got = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull.to_ext()), 5)
+    # sysFlag 4: the pull carries its subscription, no heartbeat needed
+    pull = pull_ext("poison-check", TOPIC, 0, offset)
+    got = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull), 5)
     if got.code != ResponseCode.SUCCESS:
         return []
     data = got.body_bytes()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
-from orbitmq.broker.subscription_groups import SubscriptionGroupConfig, SubscriptionGroupManager
+from orbitmq.broker.subscription_groups import SubscriptionGroupManager
+from orbitmq.protocol.bodies import SubscriptionGroupConfig
 
 
 def test_commit_query_persist_roundtrip(tmp_path: Path) -> None:

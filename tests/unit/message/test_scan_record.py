@@ -36,7 +36,7 @@ def record(
 def test_a_message_with_its_dispatch_fields() -> None:
     raw = record(props={"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "U"})
     r = scan_record(b"\0" * 10 + raw + b"\0" * 10, 10)
-    assert r.kind == "message" and r.is_message
+    assert r.kind == "message"
     assert r.size == len(raw)
     assert (r.topic, r.queue_id, r.queue_offset, r.physical_offset) == ("TopicTest", 2, 9, 4096)
     assert (r.store_timestamp, r.born_timestamp) == (1000, 500)

@@ -193,6 +193,15 @@ def test_subscription_group_defaults_and_wrapper() -> None:
     assert b.SubscriptionGroupConfig.from_json(b'{"groupName":"G"}') == config
     wrapper = b.SubscriptionGroupWrapper({"G": config}, b.DataVersion(5, 1))
     assert b.SubscriptionGroupWrapper.from_json(wrapper.to_json_pretty()) == wrapper
+    # as the broker reads subscriptionGroup.json and updateSubGroup: booleans and numbers as fastjson
+    # binds them, and no config without a group name
+    lenient = b.SubscriptionGroupConfig.from_json(
+        b'{"groupName":"G","consumeEnable":"false","retryMaxTimes":"3"}'
+    )
+    assert (lenient.consume_enable, lenient.retry_max_times) == (False, 3)
+    for nameless in (b"{}", b'{"groupName":""}'):
+        with pytest.raises(b.BodyError, match="groupName is missing"):
+            b.SubscriptionGroupConfig.from_json(nameless)
 
 
 def test_consumer_and_delay_offsets_files() -> None:

@@ -1,10 +1,8 @@
 """Header fields are read as Apache RocketMQ reads them: Java's Boolean.parseBoolean and
-Integer/Long.parseInt, for every typed header and for the processors' `Fields` alike."""
+Integer/Long.parseInt, in `java_values` and in the broker processors' `Fields`."""
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import unicodedata
 
 import pytest
@@ -12,8 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orbitmq.broker.processors.base import BadRequest, Fields
-from orbitmq.protocol import headers as H
-from orbitmq.protocol.header_spec import Header, HeaderError
 from orbitmq.protocol.java_values import (
     INT_MAX,
     INT_MIN,
@@ -81,62 +77,6 @@ def test_parse_int_and_long_match_the_java_model(text: str) -> None:
                 parse(text)
         else:
             assert parse(text) == expected
-
-
-def _header_classes() -> list[type[Header]]:
-    return [c for _, c in inspect.getmembers(H, inspect.isclass) if issubclass(c, Header) and c is not Header]
-
-
-def _minimal_ext(cls: type[Header]) -> dict[str, str]:
-    """Every required field present with a harmless value of its kind."""
-    ext = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.metadata["required"]:
-            ext[f.metadata["key"]] = "false" if f.metadata["kind"] == "B" else "1"
-    return ext
-
-
-BOOL_FIELDS = [
-    (cls, f)
-    for cls in _header_classes()
-    for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-    if f.metadata["kind"] == "B"
-]
-NUMBER_FIELDS = [
-    (cls, f)
-    for cls in _header_classes()
-    for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-    if f.metadata["kind"] in ("I", "L")
-]
-
-
-def test_the_headers_have_boolean_and_number_fields() -> None:
-    names = {f"{cls.__name__}.{f.name}" for cls, f in BOOL_FIELDS}
-    assert {"SendMessageRequestHeader.batch", "EndTransactionRequestHeader.from_transaction_check"} <= names
-    assert len(NUMBER_FIELDS) > 50
-
-
-@pytest.mark.parametrize(
-    ("cls", "field"), BOOL_FIELDS, ids=lambda v: getattr(v, "__name__", getattr(v, "name", ""))
-)
-def test_every_boolean_header_field_reads_as_java(
-    cls: type[Header], field: dataclasses.Field[object]
-) -> None:
-    for text, expected in JAVA_BOOLEANS.items():
-        ext = _minimal_ext(cls) | {field.metadata["key"]: text}
-        assert getattr(cls.from_ext(ext), field.name) is expected, (text, expected)
-
-
-@pytest.mark.parametrize(
-    ("cls", "field"), NUMBER_FIELDS, ids=lambda v: getattr(v, "__name__", getattr(v, "name", ""))
-)
-def test_every_number_header_field_reads_as_java(cls: type[Header], field: dataclasses.Field[object]) -> None:
-    key = field.metadata["key"]
-    assert getattr(cls.from_ext(_minimal_ext(cls) | {key: "+12"}), field.name) == 12
-    assert getattr(cls.from_ext(_minimal_ext(cls) | {key: "-3"}), field.name) == -3
-    for bad in (" 12", "12 ", "1_2", "", "0x1"):
-        with pytest.raises(HeaderError, match=key):
-            cls.from_ext(_minimal_ext(cls) | {key: bad})
 
 
 def test_processor_fields_read_as_java() -> None:

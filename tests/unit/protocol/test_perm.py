@@ -9,7 +9,6 @@ from orbitmq.protocol.perm import (
     PERM_READ_WRITE,
     PERM_WRITE,
     is_inherited,
-    is_priority,
     is_readable,
     is_writeable,
     perm_text,
@@ -25,7 +24,6 @@ def test_each_test_reads_its_own_bit() -> None:
     assert [is_readable(p) for p in (0, 2, 4, 6, 7)] == [False, False, True, True, True]
     assert [is_writeable(p) for p in (0, 2, 4, 6, 7)] == [False, True, False, True, True]
     assert [is_inherited(p) for p in (0, 1, 6, 7)] == [False, True, False, True]
-    assert [is_priority(p) for p in (0, 7, 8, 15)] == [False, False, True, True]
 
 
 def test_perm_text() -> None:

@@ -194,7 +194,6 @@ def test_offset_by_time_earliest_and_store_timestamps(store: MessageStore, clock
     assert store.get_offset_in_queue_by_time("TopicTest", 0, t0 + 99_000) == 9
     assert store.get_earliest_message_time("TopicTest", 0) == t0
     assert store.get_message_store_timestamp("TopicTest", 0, 3) == t0 + 3000
-    assert store.get_commit_log_offset_in_queue("TopicTest", 0, 1) > 0
     assert store.get_earliest_store_time() == t0
 
 
@@ -354,3 +353,21 @@ def test_deleted_topic_files_go_off_thread_and_leftovers_at_load(tmp_path: Path)
         assert not (root / "consumequeue" / ".deleted-Old-1-1").exists()
     finally:
         s.shutdown()
+
+
+def test_a_new_store_says_it_was_created_not_recovered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="orbitmq.store.message_store")
+    store = MessageStore(small_config(tmp_path), clock=FakeClock())
+    store.load()
+    store.start()
+    assert [r.getMessage() for r in caplog.records] == [f"store {tmp_path} created: a new, empty commit log"]
+    store.put_message(make_message())
+    store.shutdown()
+    caplog.clear()
+    again = MessageStore(small_config(tmp_path), clock=FakeClock())
+    again.load()
+    again.shutdown()
+    assert "recovered" in caplog.records[0].getMessage()
+    assert "after a normal stop" in caplog.records[0].getMessage()

@@ -45,10 +45,34 @@ def test_recovery_reports_each_segment_and_recovers_the_same(tmp_path: Path) -> 
         mine = [s for s in steps if s.phase == phase]
         assert len(mine) >= 4, steps  # one report per segment
         assert [s.done for s in mine] == sorted(s.done for s in mine)
-        assert mine[-1].fraction == 1.0 and all(s.total == mine[0].total for s in mine)
+        assert mine[-1].fraction == 1.0
+        assert [s.total for s in mine] == sorted((s.total for s in mine), reverse=True)
     assert steps.index(next(s for s in steps if s.phase == "dispatch")) > max(
         i for i, s in enumerate(steps) if s.phase == "scan"
     )
+
+
+def test_the_scan_reports_the_bytes_it_checked_not_the_segment_size(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    crashed_store(tmp_path, 3)  # about 2 KB of records in a 64 KiB segment
+    steps: list[RecoveryStep] = []
+    store = MessageStore(small_config(tmp_path), clock=FakeClock(), recovery_progress=steps.append)
+    store.load()
+    try:
+        written = store.commit_log.max_offset
+    finally:
+        store.shutdown()
+    scan = [s for s in steps if s.phase == "scan"]
+    assert 0 < written < 4096
+    assert (scan[-1].done, scan[-1].total) == (written, written)
+    # the default reporter stays silent for it even when its threshold is below the segment size
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="orbitmq.store.recovery")
+    reporter = LoggingProgress("/s", lambda: 0.0, min_bytes=8192)
+    for step in steps:
+        reporter(step)
+    assert not [r for r in caplog.records if r.name == "orbitmq.store.recovery"]
 
 
 def test_logging_progress_every_tenth_or_every_few_seconds(caplog: pytest.LogCaptureFixture) -> None:

@@ -17,8 +17,8 @@ from orbitmq.broker.config import format_properties_text, parse_properties_text
 from orbitmq.broker.config_files import load_json
 from orbitmq.broker.consume_stats import ConsumeStatsBuilder, mq_key, object_key_map
 from orbitmq.broker.processors.base import BadRequest, Fields, check_group, guarded, success
-from orbitmq.broker.subscription_groups import SubscriptionGroupConfig
 from orbitmq.broker.topics import TopicConfig, validate_topic_name
+from orbitmq.protocol.bodies import SubscriptionGroupConfig
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.transport.connection import Connection
@@ -130,7 +130,7 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
 
     async def update_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
-            cfg = SubscriptionGroupConfig.from_json_dict(load_json(request.body_bytes()))
+            cfg = SubscriptionGroupConfig.from_any(load_json(request.body_bytes()))
         except (ValueError, TypeError, AttributeError) as exc:
             raise BadRequest(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}") from None
         check_group(cfg.group_name)

@@ -10,15 +10,14 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from orbitmq.broker.processors.base import BadRequest, guarded
+from orbitmq.broker.processors.base import BadRequest, Fields, guarded
 from orbitmq.broker.processors.send import SendProcessor
+from orbitmq.broker.processors.send_request import V1_NAMES, V2_NAMES, SendHeader, send_header
 from orbitmq.broker.processors.send_request import born_host as born_host_of
 from orbitmq.message import properties as P
 from orbitmq.message.property_string import decode_properties, encode_properties
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.protocol.header_spec import HeaderError
-from orbitmq.protocol.headers import SendMessageRequestHeader
 from orbitmq.store.store_message import StoreMessage
 from orbitmq.transport.connection import Connection
 
@@ -59,26 +58,32 @@ async def process_reply(
     succeeded ("msgId" 0 unless the store also took it); a reply whose requester is gone answers
     SYSTEM_ERROR "push reply message fail, channel of <id> not found.".
     """
+    # SEND_REPLY_MESSAGE (324) carries the long field names, SEND_REPLY_MESSAGE_V2 the short ones
+    names = V1_NAMES if request.code == RequestCode.SEND_REPLY_MESSAGE else V2_NAMES
     try:
-        header = SendMessageRequestHeader.from_request(request.code, request.ext_fields)
-    except HeaderError as exc:
-        raise BadRequest(ResponseCode.SYSTEM_ERROR, f"bad reply message header: {exc}") from None
+        header = send_header(request.ext_fields, names)
+    except BadRequest as exc:
+        raise BadRequest(ResponseCode.SYSTEM_ERROR, f"bad reply message header: {exc.remark}") from None
+    producer_group, topic, default_topic, default_queue_nums, queue_id, sys_flag = header[:6]
+    born_timestamp, flag, properties_text, reconsume_times = header[6:10]
     if app.config.is_slave:
         raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden")
     tc = sender._check_topic(  # the send path's topic checks and auto-creation
         conn,
-        topic=header.topic,
-        default_topic=header.default_topic,
-        default_queue_nums=header.default_topic_queue_nums,
-        sys_flag=header.sys_flag,
-        queue_id=header.queue_id,
-        producer_group=header.producer_group,
+        topic=topic,
+        default_topic=default_topic,
+        default_queue_nums=default_queue_nums,
+        sys_flag=sys_flag,
+        queue_id=queue_id,
+        producer_group=producer_group,
     )
-    queue_id = header.queue_id if header.queue_id >= 0 else random.randrange(max(tc.write_queue_nums, 1))
+    if queue_id < 0:
+        queue_id = random.randrange(max(tc.write_queue_nums, 1))
     body = request.body_bytes()
-    props = decode_properties(header.properties or "")
+    props = decode_properties(properties_text)
 
-    pushed, remark = await _push(app, conn, request, header, props)
+    unit_mode = Fields(request.ext_fields).opt_bool(names["unitMode"])
+    pushed, remark = await _push(app, conn, request, header, props, unit_mode=unit_mode)
     config = app.config
     response = RemotingCommand.response(
         ResponseCode.SUCCESS if pushed else ResponseCode.SYSTEM_ERROR,
@@ -97,15 +102,15 @@ async def process_reply(
         stored[P.CLUSTER] = config.broker_cluster_name
         result = app.store.put_message(
             StoreMessage(
-                topic=header.topic,
+                topic=topic,
                 queue_id=queue_id,
-                flag=header.flag,
+                flag=flag,
                 body=body,
                 properties=encode_properties(stored),
-                sys_flag=header.sys_flag,
-                born_timestamp=header.born_timestamp,
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
                 born_host=born_host_of(conn),
-                reconsume_times=header.reconsume_times or 0,
+                reconsume_times=reconsume_times,
             )
         )
         if result.ok:
@@ -120,9 +125,13 @@ async def _push(
     app: BrokerContext,
     conn: Connection,
     request: RemotingCommand,
-    header: SendMessageRequestHeader,
+    header: SendHeader,
     props: dict[str, str],
+    *,
+    unit_mode: bool,
 ) -> tuple[bool, str]:
+    producer_group, topic, default_topic, default_queue_nums, queue_id, sys_flag = header[:6]
+    born_timestamp, flag, _, reconsume_times = header[6:10]
     reply_to = props.get(P.REPLY_TO_CLIENT)
     if not reply_to:
         log.warning("a reply message without %s cannot be pushed", P.REPLY_TO_CLIENT)
@@ -137,17 +146,17 @@ async def _push(
         "bornHost": conn.remote_address,
         "storeHost": app.broker_addr,
         "storeTimestamp": str(app.clock.now_ms()),
-        "producerGroup": header.producer_group,
-        "topic": header.topic,
-        "defaultTopic": header.default_topic,
-        "defaultTopicQueueNums": str(header.default_topic_queue_nums),
-        "queueId": str(header.queue_id),
-        "sysFlag": str(header.sys_flag),
-        "bornTimestamp": str(header.born_timestamp),
-        "flag": str(header.flag),
+        "producerGroup": producer_group,
+        "topic": topic,
+        "defaultTopic": default_topic,
+        "defaultTopicQueueNums": str(default_queue_nums),
+        "queueId": str(queue_id),
+        "sysFlag": str(sys_flag),
+        "bornTimestamp": str(born_timestamp),
+        "flag": str(flag),
         "properties": encode_properties(pushed_props),
-        "reconsumeTimes": str(header.reconsume_times or 0),
-        "unitMode": "true" if header.unit_mode else "false",
+        "reconsumeTimes": str(reconsume_times),
+        "unitMode": "true" if unit_mode else "false",
     }
     push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, push_ext, request.body_bytes())
     try:

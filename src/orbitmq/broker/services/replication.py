@@ -10,8 +10,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from orbitmq.broker.config_files import load_json
-from orbitmq.broker.subscription_groups import SubscriptionGroupConfig
 from orbitmq.broker.topics import TopicConfig
+from orbitmq.protocol.bodies import SubscriptionGroupConfig
 from orbitmq.protocol.codes import RequestCode, ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.replication.master import HAService
@@ -94,10 +94,6 @@ class ReplicationService:
             self.ha = None
 
     # -------------------------------------------------------------------------------- master side
-    def notify_appended(self) -> None:
-        if self.ha is not None:
-            self.ha.notify_new_data()
-
     async def wait_replicated(self, end_offset: int) -> int:
         """SYNC_MASTER: SUCCESS once a slave has `end_offset`; else SLAVE_NOT_AVAILABLE or
         FLUSH_SLAVE_TIMEOUT (the message is stored either way)."""
@@ -168,7 +164,7 @@ class ReplicationService:
         groups = await self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         for raw in (groups.get("subscriptionGroupTable") or {}).values():
             with contextlib.suppress(TypeError, ValueError, AttributeError):
-                cfg = SubscriptionGroupConfig.from_json_dict(raw)
+                cfg = SubscriptionGroupConfig.from_any(raw)
                 app.subscription_groups.table[cfg.group_name] = cfg
         app.subscription_groups.persist()
 
