@@ -20,7 +20,7 @@ LEVELS: list[set[str]] = [
     {"message"},
     {"protocol"},
     {"store", "transport", "acl"},
-    {"replication"},
+    {"replication", "controller"},  # controller: RIP-44's controller (the nameserver may embed it)
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing

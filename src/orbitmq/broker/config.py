@@ -177,6 +177,25 @@ class BrokerConfig:
     malloc_mmap_threshold: int = 32 * 1024 * 1024
     # ... and this much free heap is kept before it is given back (common/malloc_tuning.py).
     malloc_trim_threshold: int = 64 * 1024 * 1024
+    # Controller mode (RocketMQ 5, RIP-44; broker/services/controller_mode.py).
+    enable_controller_mode: bool = False
+    """The controller assigns this broker's id and role; brokerId and brokerRole are then ignored."""
+    controller_addr: str = ""
+    """The controllers' remoting addresses, ';'-separated (a nameserver's when it embeds one)."""
+    broker_heartbeat_interval: int = 1000
+    """Milliseconds between BROKER_HEARTBEATs to every controller."""
+    controller_heart_beat_timeout_mills: int = 10000
+    """How long the controller keeps this broker alive after its last heartbeat."""
+    check_sync_state_set_period: int = 5000
+    """Milliseconds between a master's checks of which slaves are in sync."""
+    broker_election_priority: int = 2147483647
+    """Lower is preferred when the controller chooses among equally recent replicas."""
+    all_ack_in_sync_state_set: bool = False
+    """A send is acknowledged only once every replica of the SyncStateSet has it."""
+    ha_max_time_slave_not_catchup: int = 15000
+    """A slave not caught up with the master for this many ms leaves the SyncStateSet."""
+    min_in_sync_replicas: int = 1
+    """The fewest replicas (master included) the SyncStateSet may hold for the master to take sends."""
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     extra: dict[str, str] = field(default_factory=dict)
     # Not a property: counts assignments to the other fields (see __setattr__), so that a reader keeping

@@ -14,6 +14,7 @@ import logging
 import sys
 
 from orbitmq.common.errors import OrbitError
+from orbitmq.controller.main import embedded as embedded_controller
 from orbitmq.namesrv.app import NamesrvApp
 from orbitmq.namesrv.config import NamesrvConfig, load_config_file
 from orbitmq.transport import loop
@@ -47,6 +48,10 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
 
 async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
+    controller = embedded_controller(config.extra)  # enableControllerInNamesrv=true
+    if controller is not None:
+        controller.attach(app.server)
+        await controller.start()
     await app.start()
     announce = [f"namesrv listening on {app.address}"]
     metrics = None
@@ -67,6 +72,8 @@ async def serve(config: NamesrvConfig, host: str) -> None:
         if metrics is not None:
             await metrics.stop()
         await app.stop()
+        if controller is not None:
+            await controller.stop()
 
 
 def main(argv: list[str]) -> int:

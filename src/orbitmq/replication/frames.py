@@ -26,6 +26,23 @@ MAX_TRANSFER_BODY = 64 * 1024 * 1024
 
 _LONG = struct.Struct(">q")
 _HEADER = struct.Struct(">qi")
+# Controller mode: a slave names its broker id first (16 bytes), so the master can tell which replica of
+# the SyncStateSet acknowledged what. The magic is negative: never a valid offset report.
+SLAVE_HELLO_MAGIC = -0x4F52424D51484131
+_HELLO = struct.Struct(">qq")
+SLAVE_HELLO_SIZE = _HELLO.size
+
+
+def encode_slave_hello(broker_id: int) -> bytes:
+    return _HELLO.pack(SLAVE_HELLO_MAGIC, broker_id)
+
+
+def decode_slave_hello(data: bytes) -> int:
+    """The broker id a controller-mode slave sends before its first offset report."""
+    magic, broker_id = _HELLO.unpack(data)
+    if magic != SLAVE_HELLO_MAGIC or broker_id < 1:
+        raise RemoteProtocolError("an HA slave in controller mode must name its broker id first")
+    return int(broker_id)
 
 
 def encode_offset_report(offset: int) -> bytes:

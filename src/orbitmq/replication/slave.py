@@ -15,7 +15,12 @@ import logging
 from collections.abc import Callable
 
 from orbitmq.common.errors import RemoteProtocolError
-from orbitmq.replication.frames import TransferDecoder, continues_log, encode_offset_report
+from orbitmq.replication.frames import (
+    TransferDecoder,
+    continues_log,
+    encode_offset_report,
+    encode_slave_hello,
+)
 from orbitmq.replication.log import ReplicatedLog
 
 log = logging.getLogger(__name__)
@@ -31,6 +36,7 @@ class HAClient:
         housekeeping_interval: float = 20.0,
         reconnect_interval: float = 5.0,
         on_appended: Callable[[], None] | None = None,
+        broker_id: int | None = None,
     ) -> None:
         self._store = store
         self._master_address = master_address
@@ -38,6 +44,7 @@ class HAClient:
         self._housekeeping_interval = housekeeping_interval
         self._reconnect_interval = reconnect_interval
         self._on_appended = on_appended
+        self._broker_id = broker_id  # controller mode: named to the master first (encode_slave_hello)
         self._task: asyncio.Task[None] | None = None
         self._address_changed = asyncio.Event()
         self.connected = False
@@ -101,6 +108,8 @@ class HAClient:
             connect.cancel()
             raise
         self.connected = True
+        if self._broker_id is not None:
+            writer.write(encode_slave_hello(self._broker_id))
         reporter = asyncio.create_task(self._report_loop(writer))
         try:
             await self._receive_loop(reader, writer, address)

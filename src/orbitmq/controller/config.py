@@ -1,0 +1,98 @@
+"""ControllerConfig: the controller's settings under RocketMQ 5's ControllerConfig names.
+
+The same keys serve a standalone `orbitmq controller -c controller.conf` and a controller embedded in the
+nameserver (`enableControllerInNamesrv=true` in namesrv.conf), so RocketMQ's deployment guide applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orbitmq.protocol.config_values import BOOLEAN, boolean_warning, kind_of_annotation, parse_value
+
+log = logging.getLogger("orbitmq.controller.config")
+
+
+@dataclass(slots=True)
+class ControllerConfig:
+    listen_port: int = 9878
+    """The controller's remoting port when it runs standalone (0 picks a free one)."""
+    controller_d_leger_group: str | None = None
+    """The Raft group's name; peers of one group replicate one state."""
+    controller_d_leger_peers: str | None = None
+    """`n0-127.0.0.1:9877;n1-...`: every controller's Raft id and Raft address; empty = one controller."""
+    controller_d_leger_self_id: str | None = None
+    """Which of the peers this controller is."""
+    controller_store_path: str = ""
+    """Where the controller keeps its state (Raft journal or the single controller's file)."""
+    enable_elect_unclean_master: bool = False
+    """Elect a master from outside the SyncStateSet when none inside is alive (may lose messages)."""
+    notify_broker_role_changed: bool = True
+    """Push NOTIFY_BROKER_ROLE_CHANGED to a group's brokers after an election."""
+    scan_not_active_broker_interval: int = 5000
+    """Milliseconds between the leader's scans for brokers whose heartbeat lapsed."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Keys this class does not know, kept verbatim."""
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> ControllerConfig:
+        config = cls()
+        for key, raw in props.items():
+            name = key.strip()
+            attr = _BY_CAMEL.get(name)
+            if attr is None:
+                config.extra[name] = raw.strip()
+                continue
+            kind = kind_of_annotation(_FIELDS[attr].type)
+            setattr(config, attr, parse_value(name, raw, kind))
+            if kind is BOOLEAN and (warning := boolean_warning(name, raw)):
+                log.warning("controller config: %s", warning)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        """Refuse a peer list that does not name this controller, or malformed peers."""
+        peers = self.peers
+        if peers and self.controller_d_leger_self_id not in peers:
+            raise ValueError(
+                f"controllerDLegerSelfId={self.controller_d_leger_self_id!r} is not one of "
+                f"controllerDLegerPeers ({', '.join(peers)})"
+            )
+        if self.scan_not_active_broker_interval <= 0:
+            raise ValueError("scanNotActiveBrokerInterval must be positive")
+
+    @property
+    def peers(self) -> dict[str, str]:
+        """Raft id -> Raft address, from `controllerDLegerPeers`."""
+        out: dict[str, str] = {}
+        for raw in (self.controller_d_leger_peers or "").split(";"):
+            item = raw.strip()
+            if not item:
+                continue
+            peer_id, sep, address = item.partition("-")
+            host, colon, port = address.rpartition(":")
+            if not sep or not colon or not host or not port.isdigit():
+                raise ValueError(f"controllerDLegerPeers: {item!r} is not ID-HOST:PORT")
+            out[peer_id] = address
+        return out
+
+    @property
+    def store_dir(self) -> Path:
+        if self.controller_store_path:
+            return Path(self.controller_store_path)
+        return Path(os.path.expanduser("~")) / "DledgerController"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(ControllerConfig) if f.name != "extra"}
+# (RocketMQ spells the Raft keys controllerDLeger*: the d_leger fields give exactly that.)
+_BY_CAMEL = {_camel(name): name for name in _FIELDS}
