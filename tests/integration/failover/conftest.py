@@ -102,7 +102,9 @@ def controllers(tmp_path: Path) -> Iterator[Callable[..., list[ControllerProcess
             }
             if n > 1:
                 props.update(
-                    controllerDLegerGroup="group1", controllerDLegerPeers=peers, controllerDLegerSelfId=f"n{i}"
+                    controllerDLegerGroup="group1",
+                    controllerDLegerPeers=peers,
+                    controllerDLegerSelfId=f"n{i}",
                 )
             props.update(conf)
             proc = ControllerProcess(tmp_path, f"controller-n{i}", props)

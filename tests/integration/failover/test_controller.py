@@ -157,9 +157,7 @@ async def test_three_controllers_survive_the_leader(controllers: object) -> None
 
 
 async def test_controller_embedded_in_namesrv(tmp_path: Path) -> None:
-    namesrv = start_namesrv(
-        tmp_path, enableControllerInNamesrv=True, controllerStorePath=tmp_path / "ctl"
-    )
+    namesrv = start_namesrv(tmp_path, enableControllerInNamesrv=True, controllerStorePath=tmp_path / "ctl")
     client = RemotingClient(name="test")
     try:
         broker_id = await register(client, namesrv.address, "127.0.0.1:1001")
