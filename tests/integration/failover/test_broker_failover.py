@@ -1,0 +1,191 @@
+"""Brokers in controller mode: ids and roles from the controller, the SyncStateSet kept by the master, and
+an election after kill -9 of the master under a steady producer, with nothing acknowledged lost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from orbitmq.client.aio import Message, Producer, SendStatus
+from orbitmq.client.config import ClientConfig
+from orbitmq.client.instance import ClientInstance
+from orbitmq.message.model import MessageQueue
+from orbitmq.replication.epoch_file import FILE_NAME, EpochFile
+from orbitmq.testing.drain import drain_queue
+from orbitmq.testing.launch import start_broker, start_namesrv
+from orbitmq.testing.process import ServerProcess
+from orbitmq.transport.client import RemotingClient
+
+from .conftest import eventually, replica_info
+
+TOPIC = "FailoverTopic"
+QUEUES = 4
+BROKER_CONF: dict[str, Any] = {
+    "enableControllerMode": True,
+    "allAckInSyncStateSet": True,
+    "controllerHeartBeatTimeoutMills": 3000,
+    "checkSyncStateSetPeriod": 500,
+    "haMaxTimeSlaveNotCatchup": 3000,
+    "haSendHeartbeatInterval": 500,
+    "brokerHeartbeatInterval": 500,
+    "mappedFileSizeCommitLog": 1024 * 1024,
+}
+
+
+def client_config(namesrv: str) -> ClientConfig:
+    return ClientConfig(namesrv_addrs=[namesrv], poll_namesrv_interval=0.5, heartbeat_interval=1.0)
+
+
+def start_group(tmp_path: Path, n: int, **extra: Any) -> tuple[ServerProcess, list[ServerProcess]]:
+    """A nameserver embedding the controller, and `n` brokers of broker-a in controller mode."""
+    namesrv = start_namesrv(
+        tmp_path,
+        enableControllerInNamesrv=True,
+        controllerStorePath=tmp_path / "controller",
+        scanNotActiveBrokerInterval=500,
+    )
+    brokers = []
+    for i in range(n):
+        conf = {**BROKER_CONF, "controllerAddr": namesrv.address, **extra}
+        # brokerId/brokerRole in the conf are ignored: the controller assigns them.
+        brokers.append(start_broker(tmp_path, namesrv.address, broker_id=i, role="SLAVE", **conf))
+    return namesrv, brokers
+
+
+async def group_info(namesrv: ServerProcess) -> dict[str, Any]:
+    client = RemotingClient(name="test")
+    try:
+        return await replica_info(client, [namesrv.address], "broker-a")
+    finally:
+        await client.close()
+
+
+async def test_brokers_take_ids_and_roles_and_the_sync_state_set_follows_the_slaves(tmp_path: Path) -> None:
+    namesrv, brokers = start_group(tmp_path, 2)
+    try:
+        info = await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1, 2]),
+            what="both replicas in the SyncStateSet",
+        )
+        assert info["masterBrokerId"] == "1" and info["masterAddress"] == brokers[0].broker_addr
+        assert "are ignored" in (tmp_path / "broker-broker-a-1.err").read_text()
+        # The master's epoch file beside its log: epoch 1 from offset 0.
+        assert EpochFile(tmp_path / "store-broker-a-0" / FILE_NAME).entries == [(1, 0)]
+        # The slave stops: the master drops it from the SyncStateSet after haMaxTimeSlaveNotCatchup.
+        brokers[1].stop()
+        await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1]),
+            what="the stopped slave leaving the SyncStateSet",
+        )
+        # Restarted, it keeps its id, catches up and rejoins.
+        brokers[1] = start_broker(
+            tmp_path,
+            namesrv.address,
+            broker_id=1,
+            role="SLAVE",
+            **{**BROKER_CONF, "controllerAddr": namesrv.address},
+        )
+        await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1, 2]),
+            what="the restarted slave rejoining",
+        )
+    finally:
+        for p in [*brokers, namesrv]:
+            p.stop()
+
+
+async def _with(info: Any, predicate: Any) -> Any:
+    value = await info
+    return value if predicate(value) else None
+
+
+async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_path: Path) -> None:
+    namesrv, brokers = start_group(tmp_path, 2)
+    old_master, slave = brokers
+    instance = ClientInstance(client_config(namesrv.address))
+    producer = Producer("failover-pg", config=client_config(namesrv.address), send_timeout=2.0)
+    acked: set[bytes] = set()
+    failed = 0
+    try:
+        await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1, 2]),
+            what="both replicas in the SyncStateSet",
+        )
+        await instance.api.create_topic(
+            old_master.broker_addr, TOPIC, read_queue_nums=QUEUES, write_queue_nums=QUEUES
+        )
+        await producer.start()
+        stop = asyncio.Event()
+        ok_times: list[float] = []
+
+        async def produce() -> None:
+            nonlocal failed
+            i = 0
+            while not stop.is_set():
+                body = b"m-%06d" % i
+                i += 1
+                try:
+                    result = await producer.send(Message(TOPIC, body))
+                except Exception:
+                    failed += 1
+                    await asyncio.sleep(0.05)
+                    continue
+                if result.status is SendStatus.SEND_OK:
+                    acked.add(body)
+                    ok_times.append(time.monotonic())
+                else:
+                    failed += 1
+                await asyncio.sleep(0.005)
+
+        sender = asyncio.get_running_loop().create_task(produce())
+        await eventually(lambda: len(acked) >= 200, what="200 acknowledged sends")
+        # The slave must know the topic before the master dies (it copies the configs every few s).
+        await asyncio.sleep(4.0)
+        killed_at = time.monotonic()
+        old_master.kill()
+        acked_at_kill = len(ok_times)
+        info = await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("masterBrokerId") == "2"),
+            timeout=15.0,
+            interval=0.05,
+            what="the slave elected",
+        )
+        election = time.monotonic() - killed_at
+        acked_before = len(acked)
+        await eventually(lambda: len(acked) >= acked_before + 100, timeout=30.0, what="sends after failover")
+        # (the one send in flight at the kill may still be answered by the old master)
+        resumed = ok_times[acked_at_kill + 1] - killed_at
+        stop.set()
+        await sender
+        print(
+            f"\nelection {election:.2f} s, sends acknowledged again after {resumed:.2f} s, {len(acked)} acked"
+        )
+        assert election < 10.0
+        assert info["masterEpoch"] == "2"
+        # The nameserver routes broker-a to the new master, registered as brokerId 0.
+        route = await instance.api.get_topic_route(TOPIC)
+        assert route is not None
+        assert {b.broker_name: b.broker_addrs for b in route.broker_datas}["broker-a"] == {
+            0: slave.broker_addr
+        }
+        # The new master recorded its epoch, from where its log ended.
+        entries = EpochFile(tmp_path / "store-broker-a-1" / FILE_NAME).entries
+        assert entries[-1][0] == 2 and len(entries) >= 1
+        # Every acknowledged message is on the new master, each at one offset.
+        seen: dict[bytes, int] = {}
+        for q in range(QUEUES):
+            mq = MessageQueue(TOPIC, "broker-a", q)
+            for m in await drain_queue(instance.api, slave.broker_addr, mq, group="check"):
+                assert m.body not in seen, f"{m.body!r} stored twice"
+                seen[m.body] = m.queue_offset
+        lost = acked - set(seen)
+        assert not lost, f"{len(lost)} acknowledged messages lost, e.g. {sorted(lost)[:5]}"
+    finally:
+        with contextlib.suppress(Exception):
+            await producer.shutdown()
+        await instance.shutdown()
+        for p in [*brokers, namesrv]:
+            p.stop()
