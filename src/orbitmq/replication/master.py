@@ -21,6 +21,7 @@ from orbitmq.replication.frames import (
     SLAVE_HELLO_SIZE,
     OffsetReportDecoder,
     decode_slave_hello,
+    encode_epochs,
     encode_transfer_header,
     transfer_start_offset,
 )
@@ -43,6 +44,7 @@ class HAService:
         slave_fall_behind_max: int = 256 * 1024 * 1024,
         max_connections: int = 16,
         identify_slaves: bool = False,
+        epochs: Callable[[], list[tuple[int, int]]] | None = None,
     ) -> None:
         self._store = store
         self._file_size = file_size
@@ -57,6 +59,7 @@ class HAService:
         self.refused_connections = 0
         # Controller mode: each slave names its broker id first; acks and catch-up are kept per id.
         self._identify = identify_slaves
+        self._epochs = epochs  # the epoch file's entries, told to each identified slave first
         self.slave_acks: dict[int, int] = {}
         self.caught_up: dict[int, float] = {}  # broker id -> loop time it last had the whole log
         # The slaves a waiting send needs (every other replica of the SyncStateSet); None: any one slave.
@@ -227,6 +230,8 @@ class _SlaveConnection:
         if service._identify:
             async with asyncio.timeout(service._housekeeping_interval):
                 self.broker_id = decode_slave_hello(await self.reader.readexactly(SLAVE_HELLO_SIZE))
+            entries = service._epochs() if service._epochs is not None else []
+            self.writer.write(encode_epochs(entries, service._store.get_max_phy_offset()))
         while True:
             async with asyncio.timeout(service._housekeeping_interval):
                 data = await self.reader.read(65536)

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from orbitmq.client.aio import Message, Producer, SendStatus
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.message.model import MessageQueue
+from orbitmq.protocol.codes import RequestCode
+from orbitmq.protocol.command import RemotingCommand
 from orbitmq.replication.epoch_file import FILE_NAME, EpochFile
 from orbitmq.testing.drain import drain_queue
 from orbitmq.testing.launch import start_broker, start_namesrv
@@ -95,6 +100,25 @@ async def test_brokers_take_ids_and_roles_and_the_sync_state_set_follows_the_sla
     finally:
         for p in [*brokers, namesrv]:
             p.stop()
+
+
+async def max_phy_offset(broker_addr: str) -> int:
+    client = RemotingClient(name="test")
+    try:
+        request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        answer = await client.invoke(broker_addr, request, 5.0)
+        return int(orjson.loads(answer.body_bytes())["table"]["commitLogMaxOffset"])
+    finally:
+        await client.close()
+
+
+def commit_log(store: Path, end: int) -> bytes:
+    """The commit log's first `end` bytes, read from its segment files."""
+    out = bytearray()
+    for name in sorted(os.listdir(store / "commitlog")):
+        out += (store / "commitlog" / name).read_bytes()
+    assert len(out) >= end
+    return bytes(out[:end])
 
 
 async def _with(info: Any, predicate: Any) -> Any:
@@ -183,6 +207,30 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
                 seen[m.body] = m.queue_offset
         lost = acked - set(seen)
         assert not lost, f"{len(lost)} acknowledged messages lost, e.g. {sorted(lost)[:5]}"
+        # The old master comes back: a slave now, it cuts any tail it wrote past epoch 1's end (the new
+        # master's epoch 2 start), catches up and rejoins the SyncStateSet; its log is the new master's.
+        brokers[0] = start_broker(
+            tmp_path,
+            namesrv.address,
+            broker_id=0,
+            role="SLAVE",
+            **{**BROKER_CONF, "controllerAddr": namesrv.address},
+        )
+        await eventually(
+            lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1, 2]),
+            what="the old master rejoining as a slave",
+        )
+        info = await group_info(namesrv)
+        assert info["masterBrokerId"] == "2" and info["masterEpoch"] == "2"
+        new_end = await max_phy_offset(slave.broker_addr)
+        await eventually(
+            lambda: _with(max_phy_offset(brokers[0].broker_addr), lambda end: end == new_end),
+            what="the old master's log to end where the new master's does",
+        )
+        assert commit_log(tmp_path / "store-broker-a-0", new_end) == commit_log(
+            tmp_path / "store-broker-a-1", new_end
+        )
+        assert EpochFile(tmp_path / "store-broker-a-0" / FILE_NAME).entries == entries
     finally:
         with contextlib.suppress(Exception):
             await producer.shutdown()

@@ -23,7 +23,13 @@ from orbitmq.replication.epoch_file import EpochFile, consistent_offset, format_
 def group_of_three() -> ReplicasState:
     state = ReplicasState()
     for i in (1, 2, 3):
-        c = {"op": "apply_broker_id", "clusterName": "C", "brokerName": "a", "brokerId": i, "checkCode": f"x{i}"}
+        c = {
+            "op": "apply_broker_id",
+            "clusterName": "C",
+            "brokerName": "a",
+            "brokerId": i,
+            "checkCode": f"x{i}",
+        }
         assert state.apply(c)["code"] == SUCCESS
         c = {"op": "register", "brokerName": "a", "brokerId": i, "brokerAddress": f"h:{i}"}
         assert state.apply(c)["code"] == SUCCESS

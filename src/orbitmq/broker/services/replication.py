@@ -80,6 +80,7 @@ class ReplicationService:
             heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
             housekeeping_interval=c.ha_housekeeping_interval / 1000,
             broker_id=self.controller.broker_id if self.controller is not None else None,
+            on_master_epochs=self.controller.agree_with_master if self.controller is not None else None,
         )
         await self.client.start()
 
@@ -99,6 +100,7 @@ class ReplicationService:
             slave_fall_behind_max=c.ha_slave_fallbehind_max,
             max_connections=c.ha_max_connections,
             identify_slaves=self.controller is not None,
+            epochs=self._epoch_entries if self.controller is not None else None,
         )
         try:
             await self.ha.start()
@@ -108,6 +110,9 @@ class ReplicationService:
             self.ha = None
             return
         wake_streams_on_arrival(store, self.ha)
+
+    def _epoch_entries(self) -> list[tuple[int, int]]:
+        return list(self.controller.epochs.entries) if self.controller is not None else []
 
     async def become_master(self) -> None:
         """Controller mode, promoted: stop copying the old master's log and serve slaves instead."""
