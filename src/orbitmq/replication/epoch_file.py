@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import crc32
+from orbitmq.replication.log import ReplicatedLog
 
 FILE_NAME = "epochFileCheckpoint"
 
@@ -87,3 +88,22 @@ def consistent_offset(
         master_stop = later[0] if later else master_end
         return min(local_stop, master_stop)
     return 0
+
+
+def agree_with_master(
+    log: ReplicatedLog, epochs: EpochFile, master: list[tuple[int, int]], master_max: int
+) -> int | None:
+    """Before a slave replicates: cut its log past the last epoch it shares with the master (an old
+    master's unreplicated tail), so no offset ever holds two different messages, and keep the master's
+    epochs its log holds. Returns where the log was cut (None if it was not)."""
+    local_end = log.get_max_phy_offset()
+    if epochs.entries:
+        cut = min(local_end, consistent_offset(epochs.entries, local_end, master, master_max))
+    else:
+        cut = min(local_end, master_max)
+    if cut < local_end:
+        log.truncate_commit_log(cut)
+    held = [e for e in master if e[1] <= log.get_max_phy_offset()]
+    if held != epochs.entries:
+        epochs.replace(held)
+    return cut if cut < local_end else None

@@ -21,7 +21,7 @@ import orjson
 from orbitmq.controller import codes
 from orbitmq.controller.state import MASTER_STILL_EXIST, NO_MASTER, NOT_LEADER, SUCCESS
 from orbitmq.protocol.command import RemotingCommand
-from orbitmq.replication.epoch_file import FILE_NAME, EpochFile, consistent_offset
+from orbitmq.replication.epoch_file import FILE_NAME, EpochFile, agree_with_master
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
@@ -172,27 +172,17 @@ class ControllerMode:
         self.epochs.append(self.master_epoch, store.get_max_phy_offset())
 
     def agree_with_master(self, entries: list[tuple[int, int]], master_max: int) -> None:
-        """Before a slave replicates: cut its log past the last epoch it shares with the master (an old
-        master's unreplicated tail), so no offset ever holds two different messages; then keep the
-        master's epochs that its log holds."""
-        store = self.app.store
-        local_end = store.get_max_phy_offset()
-        if self.epochs.entries:
-            cut = min(local_end, consistent_offset(self.epochs.entries, local_end, entries, master_max))
-        else:
-            cut = min(local_end, master_max)
-        if cut < local_end:
+        """The HA handshake's epochs: cut what this replica wrote past its last epoch with the master."""
+        end = self.app.store.get_max_phy_offset()
+        cut = agree_with_master(self.app.store, self.epochs, entries, master_max)
+        if cut is not None:
             log.warning(
-                "controller mode: %s id %s cuts its log at %d (was %d): past its last epoch with the master",
+                "controller mode: %s id %s cut its log at %d (was %d): past its last epoch with the master",
                 self._name,
                 self.broker_id,
                 cut,
-                local_end,
+                end,
             )
-            store.truncate_commit_log(cut)
-        held = [e for e in entries if e[1] <= store.get_max_phy_offset()]
-        if held != self.epochs.entries:
-            self.epochs.replace(held)
 
     # ---------------------------------------------------------------------------------- the loop
     async def heartbeat(self) -> None:
