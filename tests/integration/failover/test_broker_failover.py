@@ -16,6 +16,7 @@ from orbitmq.client.aio import Message, Producer, SendStatus
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.message.model import MessageQueue
+from orbitmq.protocol import java_json
 from orbitmq.protocol.codes import RequestCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.replication.epoch_file import FILE_NAME, EpochFile
@@ -24,7 +25,7 @@ from orbitmq.testing.launch import start_broker, start_namesrv
 from orbitmq.testing.process import ServerProcess
 from orbitmq.transport.client import RemotingClient
 
-from .conftest import eventually, replica_info
+from .conftest import eventually, leader_of, replica_info
 
 TOPIC = "FailoverTopic"
 QUEUES = 4
@@ -237,3 +238,59 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
         await instance.shutdown()
         for p in [*brokers, namesrv]:
             p.stop()
+
+
+async def test_three_controllers_lose_their_leader_then_elect_a_new_master(
+    tmp_path: Path, controllers: Any
+) -> None:
+    procs = controllers(3)
+    addrs = [p.address for p in procs]
+    namesrv = start_namesrv(tmp_path)
+    conf = {**BROKER_CONF, "controllerAddr": ";".join(addrs)}
+    brokers = [start_broker(tmp_path, namesrv.address, broker_id=i, role="SLAVE", **conf) for i in range(2)]
+    client = RemotingClient(name="test")
+    try:
+
+        async def info() -> dict[str, Any]:
+            return await replica_info(client, [p.address for p in procs if p.is_running()], "broker-a")
+
+        await eventually(
+            lambda: _with(info(), lambda i: i.get("syncStateSet") == [1, 2]),
+            what="both replicas in the SyncStateSet",
+        )
+        leader = await leader_of(client, addrs)
+        procs[addrs.index(leader)].kill()
+        await leader_of(client, [a for a in addrs if a != leader])
+        # The brokers follow the new leader: the group is unchanged and its master still serves.
+        assert (await info())["masterBrokerId"] == "1"
+        killed_at = time.monotonic()
+        brokers[0].kill()
+        elected = await eventually(
+            lambda: _with(info(), lambda i: i.get("masterBrokerId") == "2"),
+            timeout=15.0,
+            interval=0.05,
+            what="broker 2 elected by the new controller leader",
+        )
+        print(f"\nelection by the new controller leader: {time.monotonic() - killed_at:.2f} s")
+        assert elected["masterEpoch"] == "2" and elected["syncStateSet"] == [2]
+
+        async def routed() -> bool:
+            route = await cluster_route(namesrv.address)
+            return route.get(0) == brokers[1].broker_addr
+
+        await eventually(routed, what="the nameserver to route broker-a to the new master")
+    finally:
+        await client.close()
+        for p in [*brokers, namesrv]:
+            p.stop()
+
+
+async def cluster_route(namesrv: str) -> dict[int, str]:
+    """broker-a's addresses by broker id, as the nameserver's cluster info has them."""
+    instance = ClientInstance(client_config(namesrv))
+    try:
+        info = java_json.loads(await instance.api.get_broker_cluster_info())
+        addrs = info["brokerAddrTable"].get("broker-a", {}).get("brokerAddrs", {})
+        return {int(k): v for k, v in addrs.items()}
+    finally:
+        await instance.shutdown()
