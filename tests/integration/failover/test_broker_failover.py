@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from orbitmq.client.aio import Message, Producer, SendStatus
 from orbitmq.client.config import ClientConfig
@@ -127,7 +129,14 @@ async def _with(info: Any, predicate: Any) -> Any:
     return value if predicate(value) else None
 
 
-async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fault", ["kill -9", "SIGSTOP"])
+async def test_master_fails_under_load_the_slave_is_elected_and_no_ack_is_lost(
+    tmp_path: Path, fault: str
+) -> None:
+    """kill -9: the controller sees the master's connection close; SIGSTOP: its heartbeats lapse
+    (controllerHeartBeatTimeoutMills). Either way the slave is elected, nothing acknowledged is lost, and
+    the old master (restarted, or woken by SIGCONT) learns it is a slave, cuts any unreplicated tail and
+    catches up."""
     namesrv, brokers = start_group(tmp_path, 2)
     old_master, slave = brokers
     instance = ClientInstance(client_config(namesrv.address))
@@ -170,7 +179,10 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
         # The slave must know the topic before the master dies (it copies the configs every few s).
         await asyncio.sleep(4.0)
         killed_at = time.monotonic()
-        old_master.kill()
+        if fault == "kill -9":
+            old_master.kill()
+        else:
+            os.kill(old_master.pid, signal.SIGSTOP)
         acked_at_kill = len(ok_times)
         info = await eventually(
             lambda: _with(group_info(namesrv), lambda i: i.get("masterBrokerId") == "2"),
@@ -185,9 +197,7 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
         resumed = ok_times[acked_at_kill + 1] - killed_at
         stop.set()
         await sender
-        print(
-            f"\nelection {election:.2f} s, sends acknowledged again after {resumed:.2f} s, {len(acked)} acked"
-        )
+        print(f"\n{fault}: election {election:.2f} s, acked again after {resumed:.2f} s, {len(acked)} acked")
         assert election < 10.0
         assert info["masterEpoch"] == "2"
         # The nameserver routes broker-a to the new master, registered as brokerId 0.
@@ -210,13 +220,16 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
         assert not lost, f"{len(lost)} acknowledged messages lost, e.g. {sorted(lost)[:5]}"
         # The old master comes back: a slave now, it cuts any tail it wrote past epoch 1's end (the new
         # master's epoch 2 start), catches up and rejoins the SyncStateSet; its log is the new master's.
-        brokers[0] = start_broker(
-            tmp_path,
-            namesrv.address,
-            broker_id=0,
-            role="SLAVE",
-            **{**BROKER_CONF, "controllerAddr": namesrv.address},
-        )
+        if fault == "kill -9":
+            brokers[0] = start_broker(
+                tmp_path,
+                namesrv.address,
+                broker_id=0,
+                role="SLAVE",
+                **{**BROKER_CONF, "controllerAddr": namesrv.address},
+            )
+        else:
+            os.kill(old_master.pid, signal.SIGCONT)
         await eventually(
             lambda: _with(group_info(namesrv), lambda i: i.get("syncStateSet") == [1, 2]),
             what="the old master rejoining as a slave",
@@ -233,6 +246,8 @@ async def test_kill_9_master_under_load_elects_the_slave_and_loses_no_ack(tmp_pa
         )
         assert EpochFile(tmp_path / "store-broker-a-0" / FILE_NAME).entries == entries
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(old_master.pid, signal.SIGCONT)  # (a stopped process cannot take SIGTERM)
         with contextlib.suppress(Exception):
             await producer.shutdown()
         await instance.shutdown()

@@ -32,13 +32,15 @@ async def register(client: RemotingClient, addr: str, address: str) -> int:
     return broker_id
 
 
-async def heartbeat(client: RemotingClient, addrs: list[str], broker_id: int, address: str) -> None:
+async def heartbeat(
+    client: RemotingClient, addrs: list[str], broker_id: int, address: str, timeout_ms: int = 1500
+) -> None:
     """A BROKER_HEARTBEAT to each of `addrs` (a dead controller is skipped)."""
     fields = {
         **GROUP,
         "brokerId": str(broker_id),
         "brokerAddr": address,
-        "heartbeatTimeoutMills": "1500",
+        "heartbeatTimeoutMills": str(timeout_ms),
         "epoch": "0",
         "maxOffset": "0",
     }
@@ -123,7 +125,7 @@ async def test_three_controllers_survive_the_leader(controllers: object) -> None
             while True:
                 for bid in (a, b):
                     with contextlib.suppress(Exception):
-                        await heartbeat(client, addrs, bid, f"127.0.0.1:100{bid}")
+                        await heartbeat(client, addrs, bid, f"127.0.0.1:100{bid}", 10_000)
                 await asyncio.sleep(0.3)
 
         beating = asyncio.get_running_loop().create_task(beat())
