@@ -20,12 +20,13 @@ log = logging.getLogger("orbitmq.controller.config")
 
 @dataclass(slots=True)
 class ControllerConfig:
-    listen_port: int = 9878
-    """The controller's remoting port when it runs standalone (0 picks a free one)."""
+    listen_port: int = 19876
+    """The remoting port of a standalone controller without peers (0 picks a free one)."""
     controller_d_leger_group: str | None = None
     """The Raft group's name; peers of one group replicate one state."""
     controller_d_leger_peers: str | None = None
-    """`n0-127.0.0.1:9877;n1-...`: every controller's Raft id and Raft address; empty = one controller."""
+    """`n0-127.0.0.1:9878;n1-...`: every controller's id and address. Brokers reach a controller at its
+    address (their controllerAddr); with several peers, Raft runs beside it at port + raftPortOffset."""
     controller_d_leger_self_id: str | None = None
     """Which of the peers this controller is."""
     controller_store_path: str = ""
@@ -36,6 +37,8 @@ class ControllerConfig:
     """Push NOTIFY_BROKER_ROLE_CHANGED to a group's brokers after an election."""
     scan_not_active_broker_interval: int = 5000
     """Milliseconds between the leader's scans for brokers whose heartbeat lapsed."""
+    controller_raft_port_offset: int = 1
+    """orbitmq's own: a peer's Raft (PySyncObj) port is its controller port plus this."""
     extra: dict[str, str] = field(default_factory=dict)
     """Keys this class does not know, kept verbatim."""
 
@@ -46,6 +49,7 @@ class ControllerConfig:
             name = key.strip()
             attr = _BY_CAMEL.get(name)
             if attr is None:
+                log.warning("controller config: unknown key %s, kept but unused", name)
                 config.extra[name] = raw.strip()
                 continue
             kind = kind_of_annotation(_FIELDS[attr].type)
@@ -65,6 +69,8 @@ class ControllerConfig:
             )
         if self.scan_not_active_broker_interval <= 0:
             raise ValueError("scanNotActiveBrokerInterval must be positive")
+        if len(peers) > 1 and self.controller_raft_port_offset == 0:
+            raise ValueError("controllerRaftPortOffset must not be 0: Raft needs a port of its own")
 
     @property
     def peers(self) -> dict[str, str]:
@@ -79,6 +85,20 @@ class ControllerConfig:
             if not sep or not colon or not host or not port.isdigit():
                 raise ValueError(f"controllerDLegerPeers: {item!r} is not ID-HOST:PORT")
             out[peer_id] = address
+        return out
+
+    @property
+    def self_address(self) -> str | None:
+        """This controller's own address among the peers (None without peers)."""
+        return self.peers.get(self.controller_d_leger_self_id or "")
+
+    @property
+    def raft_peers(self) -> dict[str, str]:
+        """Raft id -> Raft address: each peer's address at port + controllerRaftPortOffset."""
+        out = {}
+        for peer_id, address in self.peers.items():
+            host, _, port = address.rpartition(":")
+            out[peer_id] = f"{host}:{int(port) + self.controller_raft_port_offset}"
         return out
 
     @property

@@ -21,13 +21,48 @@ from orbitmq.transport import loop
 from orbitmq.transport.server import RemotingServer
 
 
-def embedded(props: Mapping[str, str]) -> ControllerService | None:
-    """The controller a nameserver runs beside its routes when `enableControllerInNamesrv=true` (its
-    namesrv.conf then holds the controller's keys too); None otherwise."""
+class ControllerNode:
+    """A controller and where it listens: its own address among controllerDLegerPeers when it has one
+    (brokers' controllerAddr, as in RocketMQ's deployment guide), else the nameserver's port when
+    embedded, else listenPort."""
+
+    def __init__(self, config: ControllerConfig, host: str = "127.0.0.1") -> None:
+        self.config = config
+        self.service = ControllerService(config)
+        self._host = host
+        self.server: RemotingServer | None = None
+        self.address = ""  # of its own server; embedded in a nameserver's, the nameserver's address
+
+    async def start(self, namesrv_server: RemotingServer | None = None) -> None:
+        own = self.config.self_address
+        if own is None and namesrv_server is not None:
+            self.service.attach(namesrv_server)
+        else:
+            host, port = own.rsplit(":", 1) if own else (self._host, str(self.config.listen_port))
+            self.server = RemotingServer(host, int(port), name="controller")
+            self.service.attach(self.server)
+        await self.service.start()
+        if self.server is not None:
+            try:
+                await self.server.start()
+            except BaseException:
+                await self.service.stop()
+                raise
+            self.address = self.server.address
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        await self.service.stop()
+
+
+def embedded(props: Mapping[str, str]) -> ControllerNode | None:
+    """The controller a nameserver runs when `enableControllerInNamesrv=true` (its namesrv.conf then
+    holds the controller's keys too); None otherwise."""
     if not parse_boolean(props.get("enableControllerInNamesrv", "false").strip()):
         return None
     own = {k: v for k, v in props.items() if k in _CONTROLLER_KEYS}
-    return ControllerService(ControllerConfig.from_properties(own))
+    return ControllerNode(ControllerConfig.from_properties(own))
 
 
 _CONTROLLER_KEYS = frozenset(
@@ -36,6 +71,7 @@ _CONTROLLER_KEYS = frozenset(
         "controllerDLegerPeers",
         "controllerDLegerSelfId",
         "controllerStorePath",
+        "controllerRaftPortOffset",
         "enableElectUncleanMaster",
         "notifyBrokerRoleChanged",
         "scanNotActiveBrokerInterval",
@@ -44,18 +80,12 @@ _CONTROLLER_KEYS = frozenset(
 
 
 async def serve(config: ControllerConfig, host: str) -> None:
-    server = RemotingServer(host, config.listen_port, name="controller")
-    service = ControllerService(config)
-    service.attach(server)
-    await service.start()
+    node = ControllerNode(config, host)
+    await node.start()
     try:
-        await server.start()
-        try:
-            await loop.wait_for_stop_signal([f"controller listening on {server.address}"])
-        finally:
-            await server.stop()
+        await loop.wait_for_stop_signal([f"controller listening on {node.address}"])
     finally:
-        await service.stop()
+        await node.stop()
 
 
 def main(argv: list[str]) -> int:

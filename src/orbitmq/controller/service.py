@@ -104,7 +104,7 @@ class ControllerService:
     async def start(self) -> None:
         c = self.config
         self.replicated = await asyncio.to_thread(
-            open_state, c.controller_d_leger_self_id, c.peers, c.store_dir
+            open_state, c.controller_d_leger_self_id, c.raft_peers, c.store_dir
         )
         self._started_ms = self.clock.now_ms()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="controller scan")
@@ -151,7 +151,7 @@ class ControllerService:
         fields = {
             "group": self.config.controller_d_leger_group or "",
             "controllerLeaderId": state.leader_id,
-            "controllerLeaderAddress": self.config.peers.get(state.leader_id, ""),
+            "controllerLeaderAddress": self.config.peers.get(state.leader_id, ""),  # its remoting address
             "isLeader": "true" if state.is_leader else "false",
             "peers": self.config.controller_d_leger_peers or "",
         }

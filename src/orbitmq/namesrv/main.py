@@ -50,10 +50,11 @@ async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
     controller = embedded_controller(config.extra)  # enableControllerInNamesrv=true
     if controller is not None:
-        controller.attach(app.server)
-        await controller.start()
+        await controller.start(app.server)
     await app.start()
     announce = [f"namesrv listening on {app.address}"]
+    if controller is not None and controller.address:
+        announce.append(f"controller listening on {controller.address}")
     metrics = None
     try:
         if config.metrics_port >= 0:

@@ -92,7 +92,8 @@ def controllers(tmp_path: Path) -> Iterator[Callable[..., list[ControllerProcess
     started: list[ControllerProcess] = []
 
     def start(n: int = 1, **conf: Any) -> list[ControllerProcess]:
-        peers = ";".join(f"n{i}-127.0.0.1:{free_port()}" for i in range(n)) if n > 1 else ""
+        # A peer's address is where brokers reach it; its Raft port is the next one (free_port's pair).
+        peers = ";".join(f"n{i}-127.0.0.1:{free_port(pair=True)}" for i in range(n)) if n > 1 else ""
         procs = []
         for i in range(n):
             props: dict[str, Any] = {

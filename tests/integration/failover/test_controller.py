@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from orbitmq.controller import codes
+from orbitmq.testing.cluster import free_port
 from orbitmq.testing.launch import start_namesrv
 from orbitmq.transport.client import RemotingClient
 
@@ -159,13 +160,30 @@ async def test_three_controllers_survive_the_leader(controllers: object) -> None
 
 
 async def test_controller_embedded_in_namesrv(tmp_path: Path) -> None:
-    namesrv = start_namesrv(tmp_path, enableControllerInNamesrv=True, controllerStorePath=tmp_path / "ctl")
+    """Both layouts: without peers the controller answers on the nameserver's port; with RocketMQ's
+    quick-start namesrv.conf (one peer) on the peer's address, which brokers name as controllerAddr."""
+    port = free_port()
+    plain = start_namesrv(
+        tmp_path, name="plain", enableControllerInNamesrv=True, controllerStorePath=tmp_path / "ctl1"
+    )
+    quick_start = start_namesrv(
+        tmp_path,
+        name="quick-start",
+        enableControllerInNamesrv=True,
+        controllerDLegerGroup="group1",
+        controllerDLegerPeers=f"n0-127.0.0.1:{port}",
+        controllerDLegerSelfId="n0",
+        controllerStorePath=tmp_path / "ctl2",
+    )
     client = RemotingClient(name="test")
     try:
-        broker_id = await register(client, namesrv.address, "127.0.0.1:1001")
-        assert broker_id == 1
-        answer = await ask(client, namesrv.address, codes.CONTROLLER_ELECT_MASTER, {**GROUP, "brokerId": "1"})
-        assert answer.code == 0 and answer.ext_fields["masterBrokerId"] == "1"
+        for addr in (plain.address, f"127.0.0.1:{port}"):
+            broker_id = await register(client, addr, "127.0.0.1:1001")
+            assert broker_id == 1
+            answer = await ask(client, addr, codes.CONTROLLER_ELECT_MASTER, {**GROUP, "brokerId": "1"})
+            assert answer.code == 0 and answer.ext_fields["masterBrokerId"] == "1"
+        assert f"controller listening on 127.0.0.1:{port}" in (tmp_path / "quick-start.out").read_text()
     finally:
         await client.close()
-        namesrv.stop()
+        plain.stop()
+        quick_start.stop()

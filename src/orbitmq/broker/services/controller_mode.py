@@ -127,6 +127,7 @@ class ControllerMode:
         if self.master_id == self.broker_id:
             self._set_role(master=True)
             self.is_master = True
+            self._became_master_at = asyncio.get_running_loop().time()  # slaves get time to reconnect
             self._record_epoch()
         else:
             self._set_role(master=False)
