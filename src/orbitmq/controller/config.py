@@ -116,3 +116,7 @@ def _camel(name: str) -> str:
 _FIELDS = {f.name: f for f in dataclasses.fields(ControllerConfig) if f.name != "extra"}
 # (RocketMQ spells the Raft keys controllerDLeger*: the d_leger fields give exactly that.)
 _BY_CAMEL = {_camel(name): name for name in _FIELDS}
+# The keys a namesrv.conf may hold for the controller it embeds (enableControllerInNamesrv).
+CONTROLLER_KEYS = frozenset(
+    {"enableControllerInNamesrv", *(name for name in _BY_CAMEL if name != "listenPort")}
+)

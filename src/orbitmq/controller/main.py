@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from orbitmq.common.errors import OrbitError
-from orbitmq.controller.config import ControllerConfig
+from orbitmq.controller.config import CONTROLLER_KEYS, ControllerConfig
 from orbitmq.controller.service import ControllerService
 from orbitmq.protocol.java_values import parse_boolean
 from orbitmq.protocol.properties_text import decode_properties_text
@@ -61,22 +61,8 @@ def embedded(props: Mapping[str, str]) -> ControllerNode | None:
     holds the controller's keys too); None otherwise."""
     if not parse_boolean(props.get("enableControllerInNamesrv", "false").strip()):
         return None
-    own = {k: v for k, v in props.items() if k in _CONTROLLER_KEYS}
+    own = {k: v for k, v in props.items() if k in CONTROLLER_KEYS and k != "enableControllerInNamesrv"}
     return ControllerNode(ControllerConfig.from_properties(own))
-
-
-_CONTROLLER_KEYS = frozenset(
-    {
-        "controllerDLegerGroup",
-        "controllerDLegerPeers",
-        "controllerDLegerSelfId",
-        "controllerStorePath",
-        "controllerRaftPortOffset",
-        "enableElectUncleanMaster",
-        "notifyBrokerRoleChanged",
-        "scanNotActiveBrokerInterval",
-    }
-)
 
 
 async def serve(config: ControllerConfig, host: str) -> None:

@@ -21,6 +21,7 @@ from orbitmq.controller.config import ControllerConfig
 from orbitmq.controller.liveness import BrokerLive, Liveness
 from orbitmq.controller.replicated import ReplicatedState, open_state
 from orbitmq.controller.state import (
+    ELECT_MASTER_FAILED,
     INVALID_REQUEST,
     MASTER_STILL_EXIST,
     NO_MASTER,
@@ -291,6 +292,8 @@ class ControllerService:
                 "force": force,
             }
         )
+        if result["code"] == ELECT_MASTER_FAILED and old_master != NO_MASTER:
+            log.warning("group %s: master %s lost, no eligible replica alive", broker_name, old_master)
         if result["code"] == SUCCESS and result["masterBrokerId"] != old_master:
             self.elections += 1
             log.info(

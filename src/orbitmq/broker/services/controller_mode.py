@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -66,6 +66,7 @@ class ControllerMode:
         self._last_check = 0.0
         self._became_master_at = 0.0
         self.is_master = False
+        self._master_services = False  # the schedule and transaction check run once started
 
     # ------------------------------------------------------------------------------- controllers
     async def call(self, code: int, fields: dict[str, str], body: bytes = b"") -> RemotingCommand:
@@ -126,6 +127,7 @@ class ControllerMode:
         self._take(answer)
         if self.master_id == self.broker_id:
             self._set_role(master=True)
+            self._master_services = True  # the broker starts them for a master
             self.is_master = True
             self._became_master_at = asyncio.get_running_loop().time()  # slaves get time to reconnect
             self._record_epoch()
@@ -250,6 +252,9 @@ class ControllerMode:
             await self.replication.become_master()
             self._set_role(master=True)
             self._record_epoch()
+            if not self._master_services:
+                self._master_services = True
+                self.app.start_master_services()
             self._apply_required(self.sync_state_set)
             await self.app.registration.register_all(timeout=3.0)
         elif self.master_id not in (NO_MASTER, self.broker_id) and self.is_master:
@@ -308,11 +313,3 @@ class ControllerMode:
                 "controller refused SyncStateSet %s: %s %s", sorted(wanted), answer.code, answer.remark
             )
         self._apply_required(self.sync_state_set)
-
-    def status(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "masterBrokerId": self.master_id,
-            "masterEpoch": self.master_epoch,
-            "syncStateSet": sorted(self.sync_state_set),
-        }

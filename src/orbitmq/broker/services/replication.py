@@ -49,6 +49,7 @@ class ReplicationService:
         # Controller mode (enableControllerMode): the controller decides the role; see controller_mode.
         self.controller: ControllerMode | None = None
         self._controller_task: asyncio.Task[None] | None = None
+        self._sync_task: asyncio.Task[None] | None = None  # a master's, idle until it steps down
         self._expected_master: str | None = None
 
     @property
@@ -68,9 +69,10 @@ class ReplicationService:
         else:
             await self._start_master()
         if self.controller is not None:
-            self._controller_task = asyncio.get_running_loop().create_task(
-                self.controller.run(), name="controller mode"
-            )
+            loop = asyncio.get_running_loop()
+            self._controller_task = loop.create_task(self.controller.run(), name="controller mode")
+            if not app.config.is_slave:  # (the broker runs a slave's sync loop itself)
+                self._sync_task = loop.create_task(self.slave_sync_loop(), name="slave sync")
 
     async def _start_slave(self) -> None:
         c = self.app.store.config
@@ -141,11 +143,12 @@ class ReplicationService:
             self.master_addr = None  # registration asks the nameserver again every second
 
     async def stop(self) -> None:
-        if self._controller_task is not None:
-            self._controller_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._controller_task
-            self._controller_task = None
+        for task in (self._controller_task, self._sync_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._controller_task = self._sync_task = None
         if self.client is not None:
             await self.client.stop()
             self.client = None
