@@ -55,5 +55,19 @@ class Liveness:
         info = self._brokers.get((broker_name, broker_id))
         return info is not None and info.alive(self._clock.now_ms())
 
+    def silence_ms(self, broker_name: str, broker_id: int) -> int | None:
+        """Milliseconds since the broker's last heartbeat (None: not heard from, or its connection closed)."""
+        info = self._brokers.get((broker_name, broker_id))
+        return None if info is None else self._clock.now_ms() - info.last_ms
+
+    def next_expiry_ms(self, masters: dict[str, int]) -> int | None:
+        """When the first of these masters (group -> id) is due to be taken for dead, if it stays silent."""
+        due = [
+            info.last_ms + info.timeout_ms
+            for (name, bid), info in self._brokers.items()
+            if masters.get(name) == bid
+        ]
+        return min(due, default=None)
+
     def groups(self) -> set[str]:
         return {name for name, _ in self._brokers}

@@ -71,7 +71,12 @@ class RaftState:
     """A controller of a Raft group: PySyncObj replicates the commands, journaled in `store_dir`."""
 
     def __init__(self, self_id: str, peers: dict[str, str], store_dir: Path) -> None:
-        from pysyncobj import SyncObj, SyncObjConf, SyncObjConsumer, replicated
+        try:
+            from pysyncobj import SyncObj, SyncObjConf, SyncObjConsumer, replicated
+        except ImportError:
+            raise ValueError(
+                "several controllers replicate by Raft with PySyncObj: pip install 'orbitmq[controller]'"
+            ) from None
 
         class Consumer(SyncObjConsumer):  # type: ignore[misc]
             def __init__(self) -> None:

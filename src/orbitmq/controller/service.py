@@ -336,16 +336,36 @@ class ControllerService:
             return  # a fresh group: its first broker asks for the election itself
         if self.clock.now_ms() - self._started_ms < STARTUP_GRACE_MS and name not in self.liveness.groups():
             return
+        silence = self.liveness.silence_ms(name, group.master_id)
+        log.info(
+            "group %s: master %s %s; electing",
+            name,
+            group.master_id,
+            "gone" if silence is None else f"silent for {silence} ms",
+        )
         self._electing.add(name)
         try:
             await self.elect(name)
         finally:
             self._electing.discard(name)
 
+    def _next_scan_in(self, interval: float) -> float:
+        """Seconds to the next scan: the interval, or sooner when a master's heartbeat lapses before it
+        (so a silent master is found when its timeout passes, not up to an interval later)."""
+        if self.replicated is None:
+            return interval
+        masters = {
+            n: g.master_id for n, g in self.replicated.state.groups.items() if g.master_id != NO_MASTER
+        }
+        due = self.liveness.next_expiry_ms(masters)
+        if due is None:
+            return interval
+        return min(interval, max(0.05, (due - self.clock.now_ms()) / 1000 + 0.01))
+
     async def _scan_loop(self) -> None:
         interval = self.config.scan_not_active_broker_interval / 1000
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self._next_scan_in(interval))
             if self.replicated is None or not self.replicated.is_leader:
                 continue
             for name in list(self.replicated.state.groups):

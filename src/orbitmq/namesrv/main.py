@@ -48,7 +48,7 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
 
 async def serve(config: NamesrvConfig, host: str) -> None:
     app = NamesrvApp(config, host=host)
-    controller = embedded_controller(config.extra)  # enableControllerInNamesrv=true
+    controller = embedded_controller(config.to_properties())  # enableControllerInNamesrv=true
     if controller is not None:
         await controller.start(app.server)
     await app.start()

@@ -48,12 +48,10 @@ def client_config(namesrv: str) -> ClientConfig:
 
 
 def start_group(tmp_path: Path, n: int, **extra: Any) -> tuple[ServerProcess, list[ServerProcess]]:
-    """A nameserver embedding the controller, and `n` brokers of broker-a in controller mode."""
+    """A nameserver embedding the controller, and `n` brokers of broker-a in controller mode. The scan
+    interval stays at its 10 s default: a silent master is found when its heartbeat timeout passes."""
     namesrv = start_namesrv(
-        tmp_path,
-        enableControllerInNamesrv=True,
-        controllerStorePath=tmp_path / "controller",
-        scanNotActiveBrokerInterval=500,
+        tmp_path, enableControllerInNamesrv=True, controllerStorePath=tmp_path / "controller"
     )
     brokers = []
     for i in range(n):
@@ -198,7 +196,8 @@ async def test_master_fails_under_load_the_slave_is_elected_and_no_ack_is_lost(
         stop.set()
         await sender
         print(f"\n{fault}: election {election:.2f} s, acked again after {resumed:.2f} s, {len(acked)} acked")
-        assert election < 10.0
+        # kill -9 closes the master's connections: at once. SIGSTOP: its heartbeats lapse (3 s here).
+        assert election < (3.0 if fault == "kill -9" else 8.0)
         assert info["masterEpoch"] == "2"
         # The nameserver routes broker-a to the new master, registered as brokerId 0.
         route = await instance.api.get_topic_route(TOPIC)
@@ -255,14 +254,14 @@ async def test_master_fails_under_load_the_slave_is_elected_and_no_ack_is_lost(
             p.stop()
 
 
-async def test_three_controllers_lose_their_leader_then_elect_a_new_master(
+async def test_three_controllers_lose_their_leader_then_a_three_replica_group_fails_over(
     tmp_path: Path, controllers: Any
 ) -> None:
     procs = controllers(3)
     addrs = [p.address for p in procs]
     namesrv = start_namesrv(tmp_path)
     conf = {**BROKER_CONF, "controllerAddr": ";".join(addrs)}
-    brokers = [start_broker(tmp_path, namesrv.address, broker_id=i, role="SLAVE", **conf) for i in range(2)]
+    brokers = [start_broker(tmp_path, namesrv.address, broker_id=i, role="SLAVE", **conf) for i in range(3)]
     client = RemotingClient(name="test")
     try:
 
@@ -270,8 +269,8 @@ async def test_three_controllers_lose_their_leader_then_elect_a_new_master(
             return await replica_info(client, [p.address for p in procs if p.is_running()], "broker-a")
 
         await eventually(
-            lambda: _with(info(), lambda i: i.get("syncStateSet") == [1, 2]),
-            what="both replicas in the SyncStateSet",
+            lambda: _with(info(), lambda i: i.get("syncStateSet") == [1, 2, 3]),
+            what="three replicas in the SyncStateSet",
         )
         leader = await leader_of(client, addrs)
         procs[addrs.index(leader)].kill()
@@ -281,17 +280,23 @@ async def test_three_controllers_lose_their_leader_then_elect_a_new_master(
         killed_at = time.monotonic()
         brokers[0].kill()
         elected = await eventually(
-            lambda: _with(info(), lambda i: i.get("masterBrokerId") == "2"),
+            lambda: _with(info(), lambda i: i.get("masterBrokerId") in ("2", "3")),
             timeout=15.0,
             interval=0.05,
-            what="broker 2 elected by the new controller leader",
+            what="a slave elected by the new controller leader",
         )
         print(f"\nelection by the new controller leader: {time.monotonic() - killed_at:.2f} s")
-        assert elected["masterEpoch"] == "2" and elected["syncStateSet"] == [2]
+        new_master = int(elected["masterBrokerId"])
+        assert elected["masterEpoch"] == "2" and elected["syncStateSet"] == [new_master]
+        # The other slave follows the new master and rejoins its SyncStateSet.
+        await eventually(
+            lambda: _with(info(), lambda i: i.get("syncStateSet") == [2, 3]),
+            what="the remaining slave following the new master",
+        )
 
         async def routed() -> bool:
             route = await cluster_route(namesrv.address)
-            return route.get(0) == brokers[1].broker_addr
+            return route.get(0) == brokers[new_master - 1].broker_addr
 
         await eventually(routed, what="the nameserver to route broker-a to the new master")
     finally:

@@ -66,6 +66,7 @@ class ControllerMode:
         self._last_check = 0.0
         self._became_master_at = 0.0
         self.is_master = False
+        app.outbound.register(codes.NOTIFY_BROKER_ROLE_CHANGED, self.on_role_changed)
         self._master_services = False  # the schedule and transaction check run once started
 
     # ------------------------------------------------------------------------------- controllers
@@ -216,11 +217,28 @@ class ControllerMode:
         return RemotingCommand.response(SUCCESS)  # (a oneway request's answer is never sent)
 
     async def run(self) -> None:
-        self.app.outbound.register(codes.NOTIFY_BROKER_ROLE_CHANGED, self.on_role_changed)
+        """Heartbeats at a steady rate on their own task (a slow controller call must not delay them
+        and get us taken for dead); replica info every beat, or at once when the controller says."""
+        beats = asyncio.get_running_loop().create_task(self._beat_loop(), name="controller heartbeat")
+        try:
+            await self._follow_loop()
+        finally:
+            beats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beats
+
+    async def _beat_loop(self) -> None:
+        interval = self.app.config.broker_heartbeat_interval / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            await self.heartbeat()
+            await asyncio.sleep(max(0.0, interval - (loop.time() - started)))
+
+    async def _follow_loop(self) -> None:
         interval = self.app.config.broker_heartbeat_interval / 1000
         while True:
             try:
-                await self.heartbeat()
                 answer = await self.call(codes.CONTROLLER_GET_REPLICA_INFO, self._group())
                 if answer.code == SUCCESS:
                     await self._follow(answer)
@@ -263,6 +281,8 @@ class ControllerMode:
             self._apply_required(self.sync_state_set)
         else:
             self.replication.expect_master(self.master_address)
+            if self.replication.awaiting_master:  # the nameserver gives the master's HA address
+                await self.app.registration.register_all(timeout=3.0)
 
     @property
     def _name(self) -> str:

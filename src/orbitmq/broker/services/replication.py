@@ -137,7 +137,8 @@ class ReplicationService:
             await self._start_slave()
 
     def expect_master(self, master_address: str) -> None:
-        """Controller mode: the master the controller names; the nameserver's answers must agree."""
+        """Controller mode: the master the controller names; the nameserver's answers must agree (until
+        they do the slave is `awaiting_master`, and registers again at every heartbeat)."""
         if master_address and master_address != self._expected_master:
             self._expected_master = master_address
             self.master_addr = None  # registration asks the nameserver again every second
