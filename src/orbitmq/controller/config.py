@@ -39,6 +39,9 @@ class ControllerConfig:
     """Milliseconds between the leader's scans for brokers whose heartbeat lapsed."""
     controller_raft_port_offset: int = 1
     """orbitmq's own: a peer's Raft (PySyncObj) port is its controller port plus this."""
+    controller_raft_password: str | None = None
+    """orbitmq's own: encrypts and authenticates Raft traffic (needs `cryptography`). PySyncObj unpickles
+    what its port receives: without a password that port must be reachable by the peers only."""
     extra: dict[str, str] = field(default_factory=dict)
     """Keys this class does not know, kept verbatim."""
 

@@ -70,7 +70,7 @@ class LocalState:
 class RaftState:
     """A controller of a Raft group: PySyncObj replicates the commands, journaled in `store_dir`."""
 
-    def __init__(self, self_id: str, peers: dict[str, str], store_dir: Path) -> None:
+    def __init__(self, self_id: str, peers: dict[str, str], store_dir: Path, password: str | None) -> None:
         try:
             from pysyncobj import SyncObj, SyncObjConf, SyncObjConsumer, replicated
         except ImportError:
@@ -97,7 +97,14 @@ class RaftState:
             raftMinTimeout=0.4,
             raftMaxTimeout=1.4,
             leaderFallbackTimeout=3.0,
+            password=password,
         )
+        if password is None:
+            log.warning(
+                "controller Raft port %s takes pickled messages unauthenticated: keep it reachable by the "
+                "peers only, or set controllerRaftPassword",
+                peers[self_id],
+            )
         self._ids = {address: peer_id for peer_id, address in peers.items()}
         self._consumer = Consumer()
         others = [address for peer_id, address in peers.items() if peer_id != self_id]
@@ -142,8 +149,10 @@ class RaftState:
         self._sync.destroy_synchronous()
 
 
-def open_state(self_id: str | None, peers: dict[str, str], store_dir: Path) -> ReplicatedState:
+def open_state(
+    self_id: str | None, peers: dict[str, str], store_dir: Path, password: str | None = None
+) -> ReplicatedState:
     """Raft when several peers are configured, else the single controller's file."""
     if len(peers) > 1 and self_id is not None:
-        return RaftState(self_id, peers, store_dir)
+        return RaftState(self_id, peers, store_dir, password)
     return LocalState(store_dir)

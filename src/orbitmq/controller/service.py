@@ -105,7 +105,7 @@ class ControllerService:
     async def start(self) -> None:
         c = self.config
         self.replicated = await asyncio.to_thread(
-            open_state, c.controller_d_leger_self_id, c.raft_peers, c.store_dir
+            open_state, c.controller_d_leger_self_id, c.raft_peers, c.store_dir, c.controller_raft_password
         )
         self._started_ms = self.clock.now_ms()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="controller scan")
