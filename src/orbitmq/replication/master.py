@@ -146,12 +146,16 @@ class HAService:
         self.required = broker_ids
         self._release()
 
-    def _on_ack(self, offset: int, broker_id: int | None = None) -> None:
+    def _on_ack(self, offset: int, conn: _SlaveConnection | None = None) -> None:
         self.slave_ack_offset = max(self.slave_ack_offset, offset)
-        if broker_id is not None:
-            self.slave_acks[broker_id] = max(self.slave_acks.get(broker_id, 0), offset)
-            if offset >= self._store.get_max_phy_offset():
-                self.caught_up[broker_id] = asyncio.get_running_loop().time()
+        if conn is not None and conn.broker_id is not None:
+            bid = conn.broker_id
+            self.slave_acks[bid] = max(self.slave_acks.get(bid, 0), offset)
+            # Caught up at T: it has all the master had at T, when the stream last reached the log's end
+            # (under steady load the log's end moves on before any ack comes back).
+            end, at = conn.sent_all
+            if offset >= end and at > self.caught_up.get(bid, 0.0):
+                self.caught_up[bid] = at
         self._release()
 
     def _acked(self) -> int:
@@ -211,6 +215,7 @@ class _SlaveConnection:
         self._reported = asyncio.Event()
         self._next_transfer: int | None = None
         self.broker_id: int | None = None
+        self.sent_all = (0, 0.0)  # (offset, loop time) when the stream last reached the log's end
 
     def close(self) -> None:
         if not self.writer.is_closing():
@@ -247,7 +252,7 @@ class _SlaveConnection:
                 self._reported.set()
             elif offset > service._store.get_max_phy_offset():
                 raise RemoteProtocolError(f"slave {self.peer} reports {offset}, beyond the master's log")
-            service._on_ack(offset, self.broker_id)
+            service._on_ack(offset, self)
 
     async def _send_loop(self) -> None:
         service = self.service
@@ -267,6 +272,7 @@ class _SlaveConnection:
             # Re-check after clearing: an append between the read above and clear() must not be missed.
             if service._store.get_max_phy_offset() > self._next_transfer:
                 continue
+            self.sent_all = (self._next_transfer, loop.time())
             wait = service._heartbeat_interval - (loop.time() - last_write)
             if wait > 0:
                 with contextlib.suppress(TimeoutError):

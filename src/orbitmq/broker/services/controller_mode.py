@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbitmq.broker")
 
 CONTROLLER_TIMEOUT = 3.0
+# How long a starting broker waits for a controller leader (a Raft group elects one within seconds).
+START_RETRY_SECONDS = 30.0
 
 
 class ControllerUnavailable(RuntimeError):
@@ -116,7 +118,20 @@ class ControllerMode:
         raise ControllerUnavailable("could not apply for a broker id (taken ten times)")
 
     async def start(self) -> None:
-        """Before replication starts: learn our id and role (the config's role and id are set from it)."""
+        """Before replication starts: learn our id and role (the config's role and id are set from it).
+        Controllers starting beside us may still be electing their leader: retry for a while."""
+        deadline = asyncio.get_running_loop().time() + START_RETRY_SECONDS
+        while True:
+            try:
+                await self._register()
+                return
+            except ControllerUnavailable as exc:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                log.info("controller mode: %s; retrying", exc)
+                await asyncio.sleep(1.0)
+
+    async def _register(self) -> None:
         self.broker_id = await self._apply_id()
         fields = {**self._group(), "brokerId": str(self.broker_id), "brokerAddress": self.app.broker_addr}
         answer = await self.call(codes.CONTROLLER_REGISTER_BROKER, fields)
