@@ -314,3 +314,53 @@ async def cluster_route(namesrv: str) -> dict[int, str]:
         return {int(k): v for k, v in addrs.items()}
     finally:
         await instance.shutdown()
+
+
+async def test_a_master_that_cannot_hear_the_controller_refuses_writes(
+    tmp_path: Path, controllers: Any
+) -> None:
+    """SIGSTOP the only controller: after controllerHeartBeatTimeoutMills the master can no longer know
+    it is still the master (the controller may have elected another), so it refuses sends; once the
+    controller answers again, sends are acknowledged again."""
+    (ctl,) = controllers(1)
+    namesrv = start_namesrv(tmp_path)
+    conf = {**BROKER_CONF, "controllerAddr": ctl.address}
+    brokers = [start_broker(tmp_path, namesrv.address, broker_id=i, role="SLAVE", **conf) for i in range(2)]
+    instance = ClientInstance(client_config(namesrv.address))
+    producer = Producer("fence-pg", config=client_config(namesrv.address), send_timeout=2.0)
+    assert ctl.popen is not None
+    try:
+        client = RemotingClient(name="test")
+        try:
+            await eventually(
+                lambda: _with(
+                    replica_info(client, [ctl.address], "broker-a"), lambda i: i.get("syncStateSet") == [1, 2]
+                ),
+                what="both replicas in the SyncStateSet",
+            )
+        finally:
+            await client.close()
+        await instance.api.create_topic(brokers[0].broker_addr, TOPIC, read_queue_nums=2, write_queue_nums=2)
+        await producer.start()
+
+        async def sends() -> bool:
+            try:
+                return (await producer.send(Message(TOPIC, b"x"))).status is SendStatus.SEND_OK
+            except Exception:
+                return False
+
+        await eventually(sends, what="a first acknowledged send")
+        os.kill(ctl.popen.pid, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(4.5)  # controllerHeartBeatTimeoutMills (3 s) and a beat or two
+            assert not await sends()
+            assert "writes refused" in (tmp_path / "broker-broker-a-0.err").read_text()
+        finally:
+            os.kill(ctl.popen.pid, signal.SIGCONT)
+        await eventually(sends, what="sends acknowledged once the controller answers")
+    finally:
+        with contextlib.suppress(Exception):
+            await producer.shutdown()
+        await instance.shutdown()
+        for p in [*brokers, namesrv]:
+            p.stop()

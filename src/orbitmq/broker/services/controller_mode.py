@@ -70,6 +70,7 @@ class ControllerMode:
         self.is_master = False
         app.outbound.register(codes.NOTIFY_BROKER_ROLE_CHANGED, self.on_role_changed)
         self._master_services = False  # the schedule and transaction check run once started
+        self._fenced = False  # a master that cannot hear the controller refuses writes (`_fence`)
 
     # ------------------------------------------------------------------------------- controllers
     async def call(self, code: int, fields: dict[str, str], body: bytes = b"") -> RemotingCommand:
@@ -252,19 +253,44 @@ class ControllerMode:
 
     async def _follow_loop(self) -> None:
         interval = self.app.config.broker_heartbeat_interval / 1000
+        loop = asyncio.get_running_loop()
+        confirmed = loop.time()
         while True:
             try:
                 answer = await self.call(codes.CONTROLLER_GET_REPLICA_INFO, self._group())
                 if answer.code == SUCCESS:
+                    confirmed = loop.time()
                     await self._follow(answer)
+                    self._fence(False)
                 if self.is_master:
                     await self._check_sync_state_set()
             except ControllerUnavailable as exc:
                 log.info("controller mode: %s", exc)
+            # A master that cannot hear the controller for as long as the controller waits for its
+            # heartbeats may have been replaced: it takes no writes until the controller confirms it.
+            if loop.time() - confirmed > self.app.config.controller_heart_beat_timeout_mills / 1000:
+                self._fence(True)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval):
                     await self._wake.wait()
+
+    def _fence(self, fenced: bool) -> None:
+        """Refuse (or take again) writes at the store while the controller cannot confirm us as master."""
+        if fenced == self._fenced or (fenced and not self.is_master):
+            return
+        self._fenced = fenced
+        c = self.app.config
+        role = "SLAVE" if fenced or not self.is_master else c.broker_role
+        self.app.store.config.broker_role = role
+        if fenced:
+            log.warning(
+                "controller mode: %s id %s cannot reach the controller: writes refused",
+                self._name,
+                self.broker_id,
+            )
+        else:
+            log.info("controller mode: %s id %s hears the controller again", self._name, self.broker_id)
 
     async def _follow(self, answer: RemotingCommand) -> None:
         self._take(answer)
