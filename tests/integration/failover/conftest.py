@@ -8,6 +8,7 @@ picked just before the start. Requests to a controller go over remoting with Roc
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
 import subprocess
 import sys
@@ -25,6 +26,11 @@ from orbitmq.protocol.command import RemotingCommand
 from orbitmq.testing.cluster import free_port
 from orbitmq.testing.launch import write_properties
 from orbitmq.transport.client import RemotingClient
+
+# Three controllers replicate by Raft with PySyncObj (the `controller` extra, pulled into dev).
+needs_raft = pytest.mark.skipif(
+    importlib.util.find_spec("pysyncobj") is None, reason="PySyncObj is not installed (orbitmq[controller])"
+)
 
 LISTENING = re.compile(r"^controller listening on (\S+:\d+)\s*$")
 

@@ -27,7 +27,7 @@ from orbitmq.testing.launch import start_broker, start_namesrv
 from orbitmq.testing.process import ServerProcess
 from orbitmq.transport.client import RemotingClient
 
-from .conftest import eventually, leader_of, replica_info
+from .conftest import eventually, leader_of, needs_raft, replica_info
 
 TOPIC = "FailoverTopic"
 QUEUES = 4
@@ -254,6 +254,7 @@ async def test_master_fails_under_load_the_slave_is_elected_and_no_ack_is_lost(
             p.stop()
 
 
+@needs_raft
 async def test_three_controllers_lose_their_leader_then_a_three_replica_group_fails_over(
     tmp_path: Path, controllers: Any
 ) -> None:

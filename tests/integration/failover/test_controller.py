@@ -15,7 +15,7 @@ from orbitmq.testing.cluster import free_port
 from orbitmq.testing.launch import start_namesrv
 from orbitmq.transport.client import RemotingClient
 
-from .conftest import ask, eventually, leader_of, replica_info
+from .conftest import ask, eventually, leader_of, needs_raft, replica_info
 
 GROUP = {"clusterName": "DefaultCluster", "brokerName": "broker-a"}
 
@@ -109,6 +109,7 @@ async def test_single_controller_assigns_ids_elects_and_fences(controllers: obje
         await client.close()
 
 
+@needs_raft
 async def test_three_controllers_survive_the_leader(controllers: object) -> None:
     procs = controllers(3)  # type: ignore[operator]
     addrs = [p.address for p in procs]
