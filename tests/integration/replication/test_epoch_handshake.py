@@ -4,6 +4,7 @@ copies the new master's log (no offset ever holds two different messages)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from orbitmq.replication.epoch_file import EpochFile, agree_with_master
@@ -76,3 +77,38 @@ async def test_old_master_cuts_its_unreplicated_tail_and_follows_the_new_master(
     finally:
         old.shutdown()
         new.shutdown()
+
+
+async def test_a_send_waits_for_every_replica_of_the_sync_state_set(tmp_path: Path) -> None:
+    master = open_store(tmp_path / "m", port=10931)
+    slaves = {2: open_store(tmp_path / "s2", role="SLAVE", port=10932)}
+    slaves[3] = open_store(tmp_path / "s3", role="SLAVE", port=10933)
+    epochs = EpochFile(tmp_path / "m.epochs")
+    epochs.append(1, 0)
+    ha = HAService(master, file_size=SEGMENT, identify_slaves=True, epochs=lambda: epochs.entries, **FAST)
+    ha.set_required(frozenset({2, 3}))  # allAckInSyncStateSet with SyncStateSet {1, 2, 3}
+    await ha.start()
+    clients = {i: HAClient(s, master_address=ha.address, broker_id=i, **FAST) for i, s in slaves.items()}
+    try:
+        for c in clients.values():
+            await c.start()
+        end = put_many(master, 0, 5)
+        assert await ha.wait_for_replication(end, 5.0)
+        assert {i: ha.slave_acks.get(i) for i in slaves} == {2: end, 3: end}
+        await clients[3].stop()  # replica 3 stops acknowledging
+        end = put_many(master, 5, 5)
+        assert not await ha.wait_for_replication(end, 1.0)  # replica 2 alone is not enough
+        assert ha.slave_acks[2] == end
+        waiting = asyncio.ensure_future(ha.wait_for_replication(end, 5.0))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        ha.set_required(frozenset({2}))  # the controller accepted SyncStateSet {1, 2}: released at once
+        assert await asyncio.wait_for(waiting, 1.0)
+        ha.set_required(frozenset())  # the master alone: nothing to wait for
+        assert await ha.wait_for_replication(put_many(master, 10, 1), 0.1)
+    finally:
+        for c in clients.values():
+            await c.stop()
+        await ha.stop()
+        for s in (master, *slaves.values()):
+            s.shutdown()
