@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 import orjson
@@ -78,6 +79,7 @@ class ControllerService:
         self._scan_task: asyncio.Task[None] | None = None
         self._started_ms = 0
         self._electing: set[str] = set()
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self.elections = 0
 
     @property
@@ -111,6 +113,8 @@ class ControllerService:
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="controller scan")
 
     async def stop(self) -> None:
+        for task in list(self._side_tasks):
+            task.cancel()
         if self._scan_task is not None:
             self._scan_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -316,12 +320,18 @@ class ControllerService:
                 request = RemotingCommand.request(
                     codes.NOTIFY_BROKER_ROLE_CHANGED, fields, sync_state_set_body(result), oneway=True
                 )
-                asyncio.get_running_loop().create_task(_send_quietly(info.conn, request))
+                self._side_task(_send_quietly(info.conn, request))
+
+    def _side_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run `coro` beside the request, referenced until it is done (the loop keeps weak ones)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
 
     def _connection_closed(self, conn: Connection) -> None:
         for name in self.liveness.connection_closed(conn):
             if self.replicated is not None and self.replicated.is_leader:
-                asyncio.get_running_loop().create_task(self._check_group(name))
+                self._side_task(self._check_group(name))
 
     async def _check_group(self, name: str) -> None:
         """Elect when the group's master is not alive (and was seen, or the grace after start passed)."""
