@@ -17,6 +17,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "serve": ("orbitmq.serve", "run an embedded NameServer and Broker (the quick start)"),
     "namesrv": ("orbitmq.namesrv.main", "run a NameServer"),
     "broker": ("orbitmq.broker.main", "run a Broker from a RocketMQ broker.conf"),
+    "controller": ("orbitmq.controller.main", "run a controller (RocketMQ 5's controller mode, failover)"),
     "admin": ("orbitmq.admin.cli", "administer a cluster (mqadmin's verbs: updateTopic, topicList, ...)"),
     "console": ("orbitmq.console.main", "serve the web console (cluster, topics, groups, lag, messages)"),
     "bench": ("orbitmq.bench.cli", "benchmark orbitmq (or any RocketMQ 4.x cluster) and its peers"),

@@ -21,6 +21,7 @@ from orbitmq.acl.plain_config import PlainAccount, PlainAclConfig
 from orbitmq.broker.config import MINIMUMS, ROCKETMQ_BROKER_KEYS, BrokerConfig, broker_key
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.options import LitePullConsumerOptions, ProducerOptions, PushConsumerOptions
+from orbitmq.controller.config import CONTROLLER_CONFIG_KEYS, ControllerConfig
 from orbitmq.namesrv.config import ROCKETMQ_NAMESRV_KEYS, NamesrvConfig, namesrv_key
 from orbitmq.spark.options import SinkOptions, SourceOptions
 from orbitmq.store.config import STORE_KINDS, StoreConfig
@@ -186,6 +187,14 @@ SECTIONS: tuple[Section, ...] = (
         frozenset({NAMESRV_CONF}),
         (Documented(NamesrvConfig, namesrv_key),),
         _same_name(ROCKETMQ_NAMESRV_KEYS),
+    ),
+    Section(
+        "Controller (controller.conf, or namesrv.conf with enableControllerInNamesrv=true)",
+        "`orbitmq controller -c controller.conf` reads these keys (RocketMQ 5's ControllerConfig names); a "
+        "nameserver with `enableControllerInNamesrv=true` takes the same keys from namesrv.conf.",
+        frozenset({"controller.conf"}),
+        (Documented(ControllerConfig, _key_among(CONTROLLER_CONFIG_KEYS)),),
+        lambda key, doc: None if doc.startswith("orbitmq's own") else key,
     ),
     Section(
         "ACL accounts (plain_acl.yml)",

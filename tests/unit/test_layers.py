@@ -21,8 +21,8 @@ LEVELS: list[set[str]] = [
     {"protocol"},
     {"store", "transport", "acl"},
     # proxy: the gRPC endpoint for 5.x clients; it sees the broker through its own protocols (backend.py),
-    # so both broker entry points can start it
-    {"replication", "proxy"},
+    # so both broker entry points can start it. controller: RIP-44's controller (the nameserver may embed it)
+    {"replication", "proxy", "controller"},
     {"namesrv", "broker", "client"},
     {"admin", "testing"},
     {"console"},  # the web console and serve's ops endpoints: above admin, beside nothing

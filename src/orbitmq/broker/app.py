@@ -266,9 +266,7 @@ class BrokerApp:
         if self.config.is_slave:
             self._spawn(self.replication.slave_sync_loop(), "slave sync")
         else:
-            self._spawn(self.schedule.run(), "schedule")
-            check = TransactionalMessageCheckService(self.transactions, self._producer_channels)
-            self._spawn(check.run(), "transaction check")
+            self.start_master_services()
         await self.registration.register_all(timeout=3.0)
         self._spawn(self.registration.run(), "registration")
         log.info(
@@ -277,6 +275,12 @@ class BrokerApp:
             self.broker_addr,
             self.config.store_path_root_dir,
         )
+
+    def start_master_services(self) -> None:
+        """The delay-level schedule and the transaction check: a master's (a promoted slave's too)."""
+        self._spawn(self.schedule.run(), "schedule")
+        check = TransactionalMessageCheckService(self.transactions, self._producer_channels)
+        self._spawn(check.run(), "transaction check")
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(self._guard(coro, name), name=f"broker {name}")

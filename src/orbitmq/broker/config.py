@@ -231,6 +231,26 @@ class BrokerConfig:
     malloc_trim_threshold: int = 64 * 1024 * 1024
     """orbitmq's own (glibc, process-wide): free heap bytes kept before they are given back to the
     system; 0 keeps the C library's default."""
+    # Controller mode (RocketMQ 5, RIP-44; broker/services/controller_mode.py).
+    enable_controller_mode: bool = False
+    """The controller assigns this broker's id and role; brokerId and brokerRole are then ignored."""
+    controller_addr: str = ""
+    """The controllers' remoting addresses, ';'-separated (a nameserver's when it embeds one)."""
+    broker_heartbeat_interval: int = 1000
+    """Milliseconds between BROKER_HEARTBEATs to every controller."""
+    controller_heart_beat_timeout_mills: int = 10000
+    """How long the controller keeps this broker alive after its last heartbeat; a master that cannot
+    reach the controller for this long refuses writes until the controller confirms it."""
+    check_sync_state_set_period: int = 5000
+    """Milliseconds between a master's checks of which slaves are in sync."""
+    broker_election_priority: int = 2147483647
+    """Lower is preferred when the controller chooses among equally recent replicas."""
+    all_ack_in_sync_state_set: bool = False
+    """A send is acknowledged only once every replica of the SyncStateSet has it."""
+    ha_max_time_slave_not_catchup: int = 15000
+    """A slave not caught up with the master for this many ms leaves the SyncStateSet."""
+    min_in_sync_replicas: int = 1
+    """The fewest replicas (master included) the SyncStateSet may hold for the master to take sends."""
     extra: dict[str, str] = field(default_factory=dict)
     # Keys this class does not know, kept verbatim (the store may know them; GET_BROKER_CONFIG shows them).
     generation: int = field(default=0, init=False, repr=False, compare=False)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from orbitmq.controller.config import CONTROLLER_KEYS  # an embedded controller's (enableControllerInNamesrv)
 from orbitmq.protocol.config_values import (
     BOOLEAN,
     INT,
@@ -125,7 +126,7 @@ class NamesrvConfig:
         for name, text in props.items():
             entry = self._NAMES.get(name)
             if entry is None:
-                if name not in self.extra and name not in TLS_KEYS:
+                if name not in self.extra and name not in TLS_KEYS and name not in CONTROLLER_KEYS:
                     log.warning(
                         unknown_key_warning(name, self._NAMES, ROCKETMQ_NAMESRV_KEYS, "namesrv config")
                     )

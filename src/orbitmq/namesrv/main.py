@@ -40,12 +40,20 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
 
 
 async def start_namesrv(run: startup.Startup, config: NamesrvConfig, host: str) -> None:
-    """Start the nameserver (and its metrics endpoint when metricsPort is set) and announce them."""
+    """Start the nameserver (with its embedded controller when enableControllerInNamesrv=true, and its
+    metrics endpoint when metricsPort is set) and announce them."""
+    from orbitmq.controller.main import embedded as embedded_controller
     from orbitmq.namesrv.app import NamesrvApp
 
     app = NamesrvApp(config, host=host)
+    controller = embedded_controller(config.to_properties())
+    if controller is not None:
+        await controller.start(app.server)  # its processors on the nameserver's server, or its own port
+        run.on_stop(controller.stop)  # stopped after the nameserver
     await run.start(app, ("nameserver", host, config.listen_port, "--port (or listenPort)"))
     run.announce.append(f"namesrv listening on {app.address}")
+    if controller is not None and controller.address:
+        run.announce.append(f"controller listening on {controller.address}")
     if config.metrics_port >= 0:
         from orbitmq.namesrv.metrics import NamesrvCollector
 

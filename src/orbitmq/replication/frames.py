@@ -26,6 +26,48 @@ MAX_TRANSFER_BODY = 64 * 1024 * 1024
 
 _LONG = struct.Struct(">q")
 _HEADER = struct.Struct(">qi")
+# Controller mode: a slave names its broker id first (16 bytes), so the master can tell which replica of
+# the SyncStateSet acknowledged what. The magic is negative: never a valid offset report.
+SLAVE_HELLO_MAGIC = -0x4F52424D51484131
+_HELLO = struct.Struct(">qq")
+SLAVE_HELLO_SIZE = _HELLO.size
+
+
+def encode_slave_hello(broker_id: int) -> bytes:
+    return _HELLO.pack(SLAVE_HELLO_MAGIC, broker_id)
+
+
+# The master's answer to a hello: its epoch file and max offset, [long maxOffset | int count] then count
+# times [int epoch | long startOffset]; the slave cuts what its log holds past the last agreeing epoch.
+_EPOCHS_HEAD = struct.Struct(">qi")
+_EPOCH = struct.Struct(">iq")
+EPOCHS_HEAD_SIZE = _EPOCHS_HEAD.size
+EPOCH_SIZE = _EPOCH.size
+MAX_EPOCHS = 1 << 20
+
+
+def encode_epochs(entries: list[tuple[int, int]], max_offset: int) -> bytes:
+    return _EPOCHS_HEAD.pack(max_offset, len(entries)) + b"".join(_EPOCH.pack(e, s) for e, s in entries)
+
+
+def decode_epochs_head(data: bytes) -> tuple[int, int]:
+    """(master max offset, number of epoch entries that follow)."""
+    max_offset, count = _EPOCHS_HEAD.unpack(data)
+    if max_offset < 0 or not 0 <= count <= MAX_EPOCHS:
+        raise RemoteProtocolError(f"broken epoch list header: maxOffset={max_offset} count={count}")
+    return int(max_offset), int(count)
+
+
+def decode_epochs(data: bytes) -> list[tuple[int, int]]:
+    return [(int(e), int(s)) for e, s in _EPOCH.iter_unpack(data)]
+
+
+def decode_slave_hello(data: bytes) -> int:
+    """The broker id a controller-mode slave sends before its first offset report."""
+    magic, broker_id = _HELLO.unpack(data)
+    if magic != SLAVE_HELLO_MAGIC or broker_id < 1:
+        raise RemoteProtocolError("an HA slave in controller mode must name its broker id first")
+    return int(broker_id)
 
 
 def encode_offset_report(offset: int) -> bytes:

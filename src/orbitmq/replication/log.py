@@ -21,3 +21,7 @@ class ReplicatedLog(Protocol):
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
         """Slave side: append bytes that continue the log at `start_offset`, then dispatch them."""
         ...
+
+    def truncate_commit_log(self, offset: int) -> None:
+        """Cut the log (and what was dispatched from it) at `offset`: a returning old master's tail."""
+        ...

@@ -17,7 +17,14 @@ import logging
 from collections.abc import Callable
 
 from orbitmq.common.errors import RemoteProtocolError
-from orbitmq.replication.frames import OffsetReportDecoder, encode_transfer_header, transfer_start_offset
+from orbitmq.replication.frames import (
+    SLAVE_HELLO_SIZE,
+    OffsetReportDecoder,
+    decode_slave_hello,
+    encode_epochs,
+    encode_transfer_header,
+    transfer_start_offset,
+)
 from orbitmq.replication.log import ReplicatedLog
 
 log = logging.getLogger(__name__)
@@ -36,6 +43,8 @@ class HAService:
         housekeeping_interval: float = 20.0,
         slave_fall_behind_max: int = 256 * 1024 * 1024,
         max_connections: int = 16,
+        identify_slaves: bool = False,
+        epochs: Callable[[], list[tuple[int, int]]] | None = None,
     ) -> None:
         self._store = store
         self._file_size = file_size
@@ -48,6 +57,13 @@ class HAService:
         # A master has a handful of slaves: anyone past this many is closed on accept (haMaxConnections).
         self._max_connections = max_connections
         self.refused_connections = 0
+        # Controller mode: each slave names its broker id first; acks and catch-up are kept per id.
+        self._identify = identify_slaves
+        self._epochs = epochs  # the epoch file's entries, told to each identified slave first
+        self.slave_acks: dict[int, int] = {}
+        self.caught_up: dict[int, float] = {}  # broker id -> loop time it last had the whole log
+        # The slaves a waiting send needs (every other replica of the SyncStateSet); None: any one slave.
+        self.required: frozenset[int] | None = None
         self._server: asyncio.Server | None = None
         self._connections: set[_SlaveConnection] = set()
         self._new_data = asyncio.Event()
@@ -109,7 +125,7 @@ class HAService:
 
     async def wait_for_replication(self, end_offset: int, timeout: float) -> bool:
         """True once a slave acknowledged `end_offset`, False after `timeout` seconds."""
-        if self.slave_ack_offset >= end_offset:
+        if self._acked() >= end_offset:
             return True
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (end_offset, next(self._seq), fut))
@@ -125,9 +141,34 @@ class HAService:
                 heapq.heapify(self._waiters)
             return False
 
-    def _on_ack(self, offset: int) -> None:
+    def set_required(self, broker_ids: frozenset[int] | None) -> None:
+        """Sends from now on (and those waiting) need every slave in `broker_ids` (None: any slave)."""
+        self.required = broker_ids
+        self._release()
+
+    def _on_ack(self, offset: int, conn: _SlaveConnection | None = None) -> None:
         self.slave_ack_offset = max(self.slave_ack_offset, offset)
-        while self._waiters and self._waiters[0][0] <= self.slave_ack_offset:
+        if conn is not None and conn.broker_id is not None:
+            bid = conn.broker_id
+            self.slave_acks[bid] = max(self.slave_acks.get(bid, 0), offset)
+            # Caught up at T: it has all the master had at T, when the stream last reached the log's end
+            # (under steady load the log's end moves on before any ack comes back).
+            end, at = conn.sent_all
+            if offset >= end and at > self.caught_up.get(bid, 0.0):
+                self.caught_up[bid] = at
+        self._release()
+
+    def _acked(self) -> int:
+        """The offset every slave a send needs has acknowledged."""
+        if self.required is None:
+            return self.slave_ack_offset
+        if self.required:
+            return min(self.slave_acks.get(i, 0) for i in self.required)
+        return 1 << 62  # the master alone is the SyncStateSet: nobody else to wait for
+
+    def _release(self) -> None:
+        acked = self._acked()
+        while self._waiters and self._waiters[0][0] <= acked:
             _, _, fut = heapq.heappop(self._waiters)
             if not fut.done():
                 fut.set_result(True)
@@ -151,7 +192,7 @@ class HAService:
         conn.task = asyncio.current_task()
         try:
             await conn.run()
-        except (ConnectionError, RemoteProtocolError, TimeoutError) as exc:
+        except (ConnectionError, RemoteProtocolError, TimeoutError, asyncio.IncompleteReadError) as exc:
             log.info("HA connection from %s closed: %s", conn.peer, exc)
         finally:
             self._connections.discard(conn)
@@ -173,6 +214,8 @@ class _SlaveConnection:
         self._decoder = OffsetReportDecoder()
         self._reported = asyncio.Event()
         self._next_transfer: int | None = None
+        self.broker_id: int | None = None
+        self.sent_all = (0, 0.0)  # (offset, loop time) when the stream last reached the log's end
 
     def close(self) -> None:
         if not self.writer.is_closing():
@@ -189,6 +232,11 @@ class _SlaveConnection:
 
     async def _read_loop(self) -> None:
         service = self.service
+        if service._identify:
+            async with asyncio.timeout(service._housekeeping_interval):
+                self.broker_id = decode_slave_hello(await self.reader.readexactly(SLAVE_HELLO_SIZE))
+            entries = service._epochs() if service._epochs is not None else []
+            self.writer.write(encode_epochs(entries, service._store.get_max_phy_offset()))
         while True:
             async with asyncio.timeout(service._housekeeping_interval):
                 data = await self.reader.read(65536)
@@ -204,7 +252,7 @@ class _SlaveConnection:
                 self._reported.set()
             elif offset > service._store.get_max_phy_offset():
                 raise RemoteProtocolError(f"slave {self.peer} reports {offset}, beyond the master's log")
-            service._on_ack(offset)
+            service._on_ack(offset, self)
 
     async def _send_loop(self) -> None:
         service = self.service
@@ -224,6 +272,7 @@ class _SlaveConnection:
             # Re-check after clearing: an append between the read above and clear() must not be missed.
             if service._store.get_max_phy_offset() > self._next_transfer:
                 continue
+            self.sent_all = (self._next_transfer, loop.time())
             wait = service._heartbeat_interval - (loop.time() - last_write)
             if wait > 0:
                 with contextlib.suppress(TimeoutError):

@@ -15,7 +15,16 @@ import logging
 from collections.abc import Callable
 
 from orbitmq.common.errors import RemoteProtocolError
-from orbitmq.replication.frames import TransferDecoder, continues_log, encode_offset_report
+from orbitmq.replication.frames import (
+    EPOCH_SIZE,
+    EPOCHS_HEAD_SIZE,
+    TransferDecoder,
+    continues_log,
+    decode_epochs,
+    decode_epochs_head,
+    encode_offset_report,
+    encode_slave_hello,
+)
 from orbitmq.replication.log import ReplicatedLog
 
 log = logging.getLogger(__name__)
@@ -31,6 +40,8 @@ class HAClient:
         housekeeping_interval: float = 20.0,
         reconnect_interval: float = 5.0,
         on_appended: Callable[[], None] | None = None,
+        broker_id: int | None = None,
+        on_master_epochs: Callable[[list[tuple[int, int]], int], None] | None = None,
     ) -> None:
         self._store = store
         self._master_address = master_address
@@ -38,6 +49,10 @@ class HAClient:
         self._housekeeping_interval = housekeeping_interval
         self._reconnect_interval = reconnect_interval
         self._on_appended = on_appended
+        self._broker_id = broker_id  # controller mode: named to the master first (encode_slave_hello)
+        # Controller mode: given the master's epochs and max offset before the first offset report, to
+        # cut the local log where it stops agreeing with the master's.
+        self._on_master_epochs = on_master_epochs
         self._task: asyncio.Task[None] | None = None
         self._address_changed = asyncio.Event()
         self.connected = False
@@ -79,7 +94,7 @@ class HAClient:
                 continue
             try:
                 await self._replicate(address)
-            except (OSError, RemoteProtocolError, TimeoutError) as exc:
+            except (OSError, RemoteProtocolError, TimeoutError, asyncio.IncompleteReadError) as exc:
                 log.info("replication from %s interrupted: %s", address, exc)
             finally:
                 self.connected = False
@@ -101,6 +116,12 @@ class HAClient:
             connect.cancel()
             raise
         self.connected = True
+        try:
+            if self._broker_id is not None:
+                await self._handshake(reader, writer)
+        except BaseException:
+            writer.close()
+            raise
         reporter = asyncio.create_task(self._report_loop(writer))
         try:
             await self._receive_loop(reader, writer, address)
@@ -109,6 +130,16 @@ class HAClient:
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await reporter
             writer.close()
+
+    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Controller mode: name our broker id, hear the master's epochs (and cut our log to agree)."""
+        assert self._broker_id is not None
+        writer.write(encode_slave_hello(self._broker_id))
+        async with asyncio.timeout(self._housekeeping_interval):
+            master_max, count = decode_epochs_head(await reader.readexactly(EPOCHS_HEAD_SIZE))
+            entries = decode_epochs(await reader.readexactly(count * EPOCH_SIZE))
+        if self._on_master_epochs is not None:
+            self._on_master_epochs(entries, master_max)
 
     async def _report_loop(self, writer: asyncio.StreamWriter) -> None:
         while True:

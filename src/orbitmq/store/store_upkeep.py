@@ -14,6 +14,8 @@ from orbitmq.store.commit import CommitService
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.dispatch import ArrivalListener
 from orbitmq.store.flush import FlushCallback, FlushService
+from orbitmq.store.key_index import KeyIndex
+from orbitmq.store.recovery import rebuild_topic_queue_table
 from orbitmq.store.retention import CleanResult, Retention
 from orbitmq.store.stats import StoreStats
 from orbitmq.store.store_reads import StoreReads
@@ -24,6 +26,7 @@ class StoreUpkeep(StoreReads):
     retention: Retention
     stats: StoreStats
     committer: CommitService | None
+    key_index: KeyIndex | None
     flusher: FlushService | None
     _write_lock: threading.RLock
 
@@ -141,6 +144,22 @@ class StoreUpkeep(StoreReads):
         # A slave's log timestamps come from the master's records (RocketMQ sets both on a slave).
         self.commit_log.last_store_timestamp = self.dispatcher.last_dispatched_timestamp
         return True
+
+    def truncate_commit_log(self, offset: int) -> None:
+        """Cut the log (and derived files) at `offset`: a replica whose tail the new master does not
+        share (controller mode's epoch check) or a slave re-syncing behind its master."""
+        with self._write_lock, self.commit_log.put_lock:
+            self._dispatch_deferred_locked()
+            self.dispatcher.flush_index()
+            if self.committer is not None:
+                self.committer.discard()
+            self.commit_log.files.truncate_dirty_files(offset)
+            for cq in self.queues.snapshot():
+                cq.truncate_dirty_logic_files(offset)
+            if self.key_index is not None:
+                self.key_index.drop_files_beyond(offset)
+            self.dispatcher.reput_offset = min(self.dispatcher.reput_offset, offset)
+            rebuild_topic_queue_table(self.commit_log, self.queues)
 
     @property
     def confirm_offset(self) -> int:

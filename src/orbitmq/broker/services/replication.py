@@ -19,6 +19,7 @@ from orbitmq.replication.slave import HAClient
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
+    from orbitmq.broker.services.controller_mode import ControllerMode
     from orbitmq.store import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
@@ -45,6 +46,11 @@ class ReplicationService:
         self.ha: HAService | None = None
         self.client: HAClient | None = None
         self.master_addr: str | None = None
+        # Controller mode (enableControllerMode): the controller decides the role; see controller_mode.
+        self.controller: ControllerMode | None = None
+        self._controller_task: asyncio.Task[None] | None = None
+        self._sync_task: asyncio.Task[None] | None = None  # a master's, idle until it steps down
+        self._expected_master: str | None = None
 
     @property
     def ha_port(self) -> int | None:
@@ -52,17 +58,37 @@ class ReplicationService:
 
     async def start(self) -> None:
         app = self.app
-        store = app.store
+        if app.config.enable_controller_mode:
+            from orbitmq.broker.services.controller_mode import ControllerMode
+
+            self.controller = ControllerMode(app, self)
+            await self.controller.start()  # sets brokerRole and brokerId from the controller
+            self._expected_master = self.controller.master_address or None
         if app.config.is_slave:
-            c = store.config
-            self.client = HAClient(
-                store,
-                master_address=c.ha_master_address,
-                heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
-                housekeeping_interval=c.ha_housekeeping_interval / 1000,
-            )
-            await self.client.start()
-            return
+            await self._start_slave()
+        else:
+            await self._start_master()
+        if self.controller is not None:
+            loop = asyncio.get_running_loop()
+            self._controller_task = loop.create_task(self.controller.run(), name="controller mode")
+            if not app.config.is_slave:  # (the broker runs a slave's sync loop itself)
+                self._sync_task = loop.create_task(self.slave_sync_loop(), name="slave sync")
+
+    async def _start_slave(self) -> None:
+        c = self.app.store.config
+        self.client = HAClient(
+            self.app.store,
+            master_address=c.ha_master_address,
+            heartbeat_interval=c.ha_send_heartbeat_interval / 1000,
+            housekeeping_interval=c.ha_housekeeping_interval / 1000,
+            broker_id=self.controller.broker_id if self.controller is not None else None,
+            on_master_epochs=self.controller.agree_with_master if self.controller is not None else None,
+        )
+        await self.client.start()
+
+    async def _start_master(self) -> None:
+        app = self.app
+        store = app.store
         port = app.port + 1 if app.config.listen_port != 0 else 0
         c = store.config
         self.ha = HAService(
@@ -75,6 +101,8 @@ class ReplicationService:
             housekeeping_interval=c.ha_housekeeping_interval / 1000,
             slave_fall_behind_max=c.ha_slave_fallbehind_max,
             max_connections=c.ha_max_connections,
+            identify_slaves=self.controller is not None,
+            epochs=self._epoch_entries if self.controller is not None else None,
         )
         try:
             await self.ha.start()
@@ -85,7 +113,43 @@ class ReplicationService:
             return
         wake_streams_on_arrival(store, self.ha)
 
+    def _epoch_entries(self) -> list[tuple[int, int]]:
+        return list(self.controller.epochs.entries) if self.controller is not None else []
+
+    async def become_master(self) -> None:
+        """Controller mode, promoted: stop copying the old master's log and serve slaves instead."""
+        if self.client is not None:
+            await self.client.stop()
+            self.client = None
+        self.master_addr = None
+        self._expected_master = None
+        if self.ha is None:
+            await self._start_master()
+
+    async def become_slave(self, master_address: str) -> None:
+        """Controller mode, no longer master: stop serving slaves and follow `master_address`."""
+        if self.ha is not None:
+            await self.ha.stop()
+            self.ha = None
+        self.master_addr = None
+        self._expected_master = master_address or None
+        if self.client is None:
+            await self._start_slave()
+
+    def expect_master(self, master_address: str) -> None:
+        """Controller mode: the master the controller names; the nameserver's answers must agree (until
+        they do the slave is `awaiting_master`, and registers again at every heartbeat)."""
+        if master_address and master_address != self._expected_master:
+            self._expected_master = master_address
+            self.master_addr = None  # registration asks the nameserver again every second
+
     async def stop(self) -> None:
+        for task in (self._controller_task, self._sync_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._controller_task = self._sync_task = None
         if self.client is not None:
             await self.client.stop()
             self.client = None
@@ -96,7 +160,17 @@ class ReplicationService:
     # -------------------------------------------------------------------------------- master side
     async def wait_replicated(self, end_offset: int) -> int:
         """SYNC_MASTER: SUCCESS once a slave has `end_offset`; else SLAVE_NOT_AVAILABLE or
-        FLUSH_SLAVE_TIMEOUT (the message is stored either way)."""
+        FLUSH_SLAVE_TIMEOUT (the message is stored either way). In controller mode with
+        allAckInSyncStateSet, every other replica of the SyncStateSet must have it, and the set must hold
+        at least minInSyncReplicas."""
+        if self.controller is not None:
+            if len(self.controller.sync_state_set) < self.app.config.min_in_sync_replicas:
+                return ResponseCode.SLAVE_NOT_AVAILABLE
+            if self.ha is None:
+                return ResponseCode.SLAVE_NOT_AVAILABLE
+            self.ha.notify_new_data()
+            ok = await self.ha.wait_for_replication(end_offset, self.app.store.config.slave_timeout / 1000)
+            return ResponseCode.SUCCESS if ok else ResponseCode.FLUSH_SLAVE_TIMEOUT
         ha = self.ha
         if ha is None or not ha.is_slave_ok(end_offset):
             return ResponseCode.SLAVE_NOT_AVAILABLE
@@ -118,6 +192,8 @@ class ReplicationService:
             return
         ha_addr = response.ext_fields.get("haServerAddr")
         master_addr = response.ext_fields.get("masterAddr")
+        if self.controller is not None and master_addr != self._expected_master:
+            return  # the nameserver still knows the old master: ask again next second
         if ha_addr:
             self.client.update_master_address(ha_addr)
         if master_addr and master_addr != self.master_addr:

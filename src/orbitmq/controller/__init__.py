@@ -1,0 +1,1 @@
+"""orbitmq.controller: RocketMQ 5's controller mode (RIP-44) (see ARCHITECTURE.md)."""
