@@ -166,12 +166,15 @@ def test_store_path_that_is_a_file_or_cannot_be_created(tmp_path: Path) -> None:
 def test_startup_says_how_recovery_went_and_stop_is_logged(tmp_path: Path) -> None:
     store = tmp_path / "store"
     first = start_serve(tmp_path / "a", storePathRootDir=store)
+    _send_one(first.address)  # something to recover
     assert first.stop() == 0
     err = first.stderr_path.read_text()
-    assert f"store {store} recovered in" in err and "after a normal stop" in err
+    assert f"store {store} created: a new, empty commit log" in err and "recovered" not in err
     assert f"store {store} stopped cleanly" in err
 
     crashed = start_serve(tmp_path / "b", storePathRootDir=store)
+    err = crashed.stderr_path.read_text()
+    assert f"store {store} recovered in" in err and "after a normal stop" in err
     crashed.kill()
     again = start_serve(tmp_path / "c", storePathRootDir=store)
     assert again.stop() == 0
@@ -197,3 +200,14 @@ def test_unknown_key_is_a_warning_and_the_server_starts(tmp_path: Path) -> None:
     assert server.stop() == 0
     err = server.stderr_path.read_text()
     assert "unknown key brokerRolee (did you mean brokerRole?), ignored" in err
+
+
+def _send_one(namesrv: str) -> None:
+    from orbitmq import Message, Producer
+
+    producer = Producer("start-errors", namesrv)
+    producer.start()
+    try:
+        producer.send(Message.create("recovery-topic", "one"))
+    finally:
+        producer.shutdown()

@@ -236,7 +236,8 @@ def recover(
         for cq in queues.snapshot():
             cq.truncate_dirty_logic_files(process_offset)
     dropped = key_index.drop_files_beyond(process_offset) if key_index is not None else -1
-    log.info(
+    log.log(
+        logging.INFO if segments else logging.DEBUG,  # a new store has nothing to recover
         "commit log recovered to %d (%s exit, scan from %d)",
         process_offset,
         "normal" if last_exit_ok else "abnormal",
