@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from orbitmq.common.clock import Clock
 from orbitmq.message.hashing import hash_powers, java_string_hash
+from orbitmq.store.disk_space import DiskFullError
 from orbitmq.store.index_file import IndexFile
 
 if TYPE_CHECKING:
@@ -177,10 +178,13 @@ class KeyIndex:
     def put(self, topic: str, keys: list[str], physical_offset: int, store_timestamp: int) -> None:
         """Index every key of one message (already filtered: not ROLLBACK, not yet indexed)."""
         prefix = self.prefix_for(topic)
-        for key in keys:
-            self._file_with_room().put_hash(
-                key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
-            )
+        try:
+            for key in keys:
+                self._file_with_room().put_hash(
+                    key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
+                )
+        except DiskFullError as exc:
+            _unindexed(exc)
 
     def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
         """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
@@ -205,14 +209,20 @@ class KeyIndex:
     def put_hashes(self, entries: list[tuple[int, int, int]]) -> None:
         """Write (key hash, commit log offset, store timestamp) entries, rolling to new files as they fill."""
         done = 0
-        while done < len(entries):
-            done = self._file_with_room().put_hashes(entries, done)
+        try:
+            while done < len(entries):
+                done = self._file_with_room().put_hashes(entries, done)
+        except DiskFullError as exc:
+            _unindexed(exc)
 
     def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
         """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
         done = 0
-        while done < len(hashes):
-            done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
+        try:
+            while done < len(hashes):
+                done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
+        except DiskFullError as exc:
+            _unindexed(exc)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:
@@ -270,3 +280,8 @@ class KeyIndex:
         with self._lock:
             for f in self.files:
                 f.close()
+
+
+def _unindexed(exc: DiskFullError) -> None:
+    """No room for a new index file: the messages are stored and consumable, their keys not indexed."""
+    log.error("message keys not indexed: %s", exc)

@@ -105,6 +105,7 @@ class MessageStore(StoreReads):
         self.retention = Retention(
             config, clock, self.commit_log, self.queues, self.key_index, disk_usage=disk_usage
         )
+        self.commit_log.files.space_guard = self.retention.check_room  # (disk_space.py)
         self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
         # The transient store pool: whether appends go through write buffers and a commit step.
         self.committer: CommitService | None = None
@@ -400,6 +401,8 @@ class MessageStore(StoreReads):
 
     def _failed(self, status: PutMessageStatus, remark: str) -> PutMessageResult:
         self.stats.put_message_failed_times += 1
+        if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED and self.retention.disk_full:
+            status = PutMessageStatus.SERVICE_NOT_AVAILABLE  # refused for lack of disk space
         return PutMessageResult(status, remark=remark)
 
     def _after_put(self, result: PutMessageResult, requests: list[DispatchRequest]) -> PutMessageResult:

@@ -5,13 +5,14 @@ RocketMQ's CleanCommitLogService / CleanConsumeQueueService, driven by the broke
 deleted when it was last modified more than `file_reserved_time` hours ago and either it is a deletion
 hour (`delete_when`), the disk is fuller than `disk_max_used_space_ratio`, or deletion is forced
 (`force=True`, RocketMQ's manual delete). Above `disk_space_clean_forcibly_ratio` (0.85) segments are
-deleted even if not expired; above `disk_space_warning_level_ratio` (0.90) the store refuses writes
-until usage drops. At most 10 segments go per call. Time comes from the injected Clock.
+deleted even if not expired; above `disk_space_warning_level_ratio` (0.90), or when a new commit-log
+segment would take the disk there (`check_room`), the store refuses writes until usage is below 0.85.
+At most 10 segments go per call. Time comes from the injected Clock.
 """
 
 from __future__ import annotations
 
-import shutil
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,20 +21,15 @@ from orbitmq.common.clock import Clock
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.disk_space import DiskFullError, room_for
+from orbitmq.store.disk_space import used_ratio as disk_usage_ratio
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.mapped_file import MappedFile
 
+__all__ = ["CleanResult", "DiskUsage", "Retention", "disk_usage_ratio"]
+log = logging.getLogger(__name__)
 DELETE_FILES_BATCH_MAX = 10
 DiskUsage = Callable[[str], float]
-
-
-def disk_usage_ratio(path: str) -> float:
-    """Used / total of the file system holding `path` (0.0-1.0); -1 if unknown."""
-    try:
-        usage = shutil.disk_usage(path)
-    except OSError:
-        return -1.0
-    return usage.used / usage.total if usage.total else -1.0
 
 
 @dataclass(slots=True)
@@ -74,15 +70,34 @@ class Retention:
         ratio = self.disk_usage(config.commit_log_dir)
         clean_immediately = False
         if ratio > config.disk_space_warning_level_ratio:
+            if not self.disk_full:
+                log.error("the disk is %.1f %% full: the store refuses writes", ratio * 100)
             self.disk_full = True
             clean_immediately = True
         elif ratio > config.disk_space_clean_forcibly_ratio:
-            self.disk_full = False
-            clean_immediately = True
+            clean_immediately = True  # (a full disk stays full until below this ratio, as in RocketMQ)
         else:
+            if self.disk_full:
+                log.warning("the disk is %.1f %% full again: the store accepts writes", ratio * 100)
             self.disk_full = False
         max_ratio = min(95, max(10, config.disk_max_used_space_ratio)) / 100.0
         return ratio, ratio < 0 or ratio > max_ratio, clean_immediately
+
+    def check_room(self, nbytes: int) -> None:
+        """Before a new commit-log segment: refuse it (DiskFullError) and mark the disk full when it would
+        take the disk above diskSpaceWarningLevelRatio; the rest is for consume queues and index."""
+        config = self.config
+        if room_for(config.commit_log_dir, nbytes, config.disk_space_warning_level_ratio):
+            return
+        if not self.disk_full:
+            log.error(
+                "no room for a %d-byte commit-log segment under the disk-space warning ratio %.2f: "
+                "the store refuses writes until space is freed",
+                nbytes,
+                config.disk_space_warning_level_ratio,
+            )
+        self.disk_full = True
+        raise DiskFullError(f"the disk has no room for a {nbytes}-byte commit-log segment")
 
     def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
         config = self.config

@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass
 
 from orbitmq.client.aio import ClientConfig, ClientInstance, Message, Producer, SendStatus
-from orbitmq.common.errors import OrbitError
+from orbitmq.common.errors import BrokerError, OrbitError
 from orbitmq.message.model import MessageExt, MessageQueue
 from orbitmq.testing.drain import drain_queue
 
@@ -38,6 +38,19 @@ async def create_topic(namesrv_addr: str, broker_addr: str, topic: str) -> None:
             await asyncio.sleep(0.1)
     finally:
         await instance.shutdown()
+
+
+async def wait_topic_on(instance: ClientInstance, broker_addr: str, topic: str, timeout: float = 20) -> None:
+    """Until `broker_addr` serves `topic` (a slave copies its master's topic configs every 10 s, the
+    first time after 3 s)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await read_queues(instance, broker_addr, "broker-a", topic)
+            return
+        except BrokerError:
+            assert asyncio.get_running_loop().time() < deadline, f"{broker_addr} never learned {topic}"
+            await asyncio.sleep(0.2)
 
 
 class SendStream:

@@ -18,12 +18,19 @@ from pathlib import Path
 import pytest
 
 from orbitmq.client.aio import ClientInstance
-from orbitmq.common.errors import BrokerError
 from orbitmq.testing import write_properties
 from orbitmq.testing.cluster import Cluster
 from orbitmq.testing.powerloss import PowerLossDisk
 
-from .stream import SendStream, check_queues, client_config, create_topic, missing_acks, read_queues
+from .stream import (
+    SendStream,
+    check_queues,
+    client_config,
+    create_topic,
+    missing_acks,
+    read_queues,
+    wait_topic_on,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -60,15 +67,7 @@ async def test_sync_master_power_cut_loses_nothing_acknowledged(tmp_path: Path, 
         await create_topic(ns, master.address, TOPIC)
         instance = ClientInstance(client_config(ns))
         try:
-            # The slave copies topic configs from its master every 10 s (first after 3 s).
-            deadline = asyncio.get_running_loop().time() + 20
-            while True:
-                try:
-                    await read_queues(instance, slave.address, "broker-a", TOPIC)
-                    break
-                except BrokerError:
-                    assert asyncio.get_running_loop().time() < deadline, "the slave never learned the topic"
-                    await asyncio.sleep(0.2)
+            await wait_topic_on(instance, slave.address, TOPIC)
             stream = SendStream(ns, TOPIC, "sm")
             await stream.start()
             await stream.wait(300)  # SEND_OK only once the slave has the message
