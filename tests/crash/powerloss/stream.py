@@ -22,6 +22,7 @@ class Ack:
     msg_id: str  # UNIQ_KEY
     queue_id: int
     queue_offset: int
+    sent_at: float = 0.0  # the loop's clock when the send started
 
 
 def client_config(namesrv_addr: str) -> ClientConfig:
@@ -77,13 +78,14 @@ class SendStream:
             n = next(self._counter)
             key = f"{self.run}-{n}"
             body = f"power-cut {key} ".encode() * 4
+            sent_at = asyncio.get_running_loop().time()
             try:
                 result = await self.producer.send(Message.create(self.topic, body, keys=key))
             except (OrbitError, TimeoutError, OSError):
                 return  # the broker is gone (refused, closed, or no answer before the send timeout)
             if result.status is SendStatus.SEND_OK:
                 q = result.message_queue.queue_id
-                self.acks.append(Ack(key, body, result.msg_id, q, result.queue_offset))
+                self.acks.append(Ack(key, body, result.msg_id, q, result.queue_offset, sent_at))
                 self._progress.set()
 
     async def wait(self, acks: int, timeout: float = 30.0) -> None:
