@@ -219,6 +219,7 @@ class MessageStore(StoreReads):
         self.page_preparer.start()
         with open(self.config.abort_path, "wb"):
             pass
+        self.retention.check_disk()  # (started on a full disk: refuse writes from the first one on)
         self._running = True
         self.stats.sample()
 
