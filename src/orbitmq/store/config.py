@@ -103,9 +103,11 @@ class StoreConfig:
     transient_store_pool_enable: bool = False
     transient_store_pool_size: int = 5
     fast_fail_if_no_buffer_in_store_pool: bool = False
-    # System properties in RocketMQ (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
+    # System properties in RocketMQ 4.x (rocketmq.broker.diskSpaceCleanForciblyRatio / ...WarningLevelRatio).
     disk_space_clean_forcibly_ratio: float = 0.85
+    """Above it segments go even if not expired; a full disk is writable again below it (0.85 or 85)."""
     disk_space_warning_level_ratio: float = 0.90
+    """Above it, or when a new commit-log segment would go above it, writes are refused (0.90 or 90)."""
 
     # ---- derived values -------------------------------------------------------------------------
     @property

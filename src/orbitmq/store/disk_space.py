@@ -54,6 +54,12 @@ def room_for(path: str, nbytes: int, max_ratio: float) -> bool:
     return (used + nbytes) / total <= max_ratio
 
 
+def as_ratio(value: float) -> float:
+    """A disk-space ratio key read either way RocketMQ wrote it: 0.90 (4.x system properties) or 90
+    (5.x MessageStoreConfig percent)."""
+    return value / 100 if value > 1 else value
+
+
 def disk_util(config: StoreConfig) -> str:
     """RocketMQ's diskUtil(): the used ratio of the commit log's, consume queues' and index's disks."""
     ratios = []

@@ -21,7 +21,7 @@ from orbitmq.common.clock import Clock
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
-from orbitmq.store.disk_space import DiskFullError, room_for
+from orbitmq.store.disk_space import DiskFullError, as_ratio, room_for
 from orbitmq.store.disk_space import used_ratio as disk_usage_ratio
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.mapped_file import MappedFile
@@ -69,12 +69,13 @@ class Retention:
         config = self.config
         ratio = self.disk_usage(config.commit_log_dir)
         clean_immediately = False
-        if ratio > config.disk_space_warning_level_ratio:
+        warning = as_ratio(config.disk_space_warning_level_ratio)
+        if ratio > warning:
             if not self.disk_full:
                 log.error("the disk is %.1f %% full: the store refuses writes", ratio * 100)
             self.disk_full = True
             clean_immediately = True
-        elif ratio > config.disk_space_clean_forcibly_ratio:
+        elif ratio > as_ratio(config.disk_space_clean_forcibly_ratio):
             clean_immediately = True  # (a full disk stays full until below this ratio, as in RocketMQ)
         else:
             if self.disk_full:
@@ -83,18 +84,22 @@ class Retention:
         max_ratio = min(95, max(10, config.disk_max_used_space_ratio)) / 100.0
         return ratio, ratio < 0 or ratio > max_ratio, clean_immediately
 
-    def check_room(self, nbytes: int) -> None:
-        """Before a new commit-log segment: refuse it (DiskFullError) and mark the disk full when it would
-        take the disk above diskSpaceWarningLevelRatio; the rest is for consume queues and index."""
+    def check_room(self, nbytes: int, ahead: bool) -> None:
+        """Before a new commit-log segment: refuse it (DiskFullError) when it would take the disk above
+        diskSpaceWarningLevelRatio, the rest being for consume queues and index; the disk is marked full
+        when the log needs it now (not for the one made `ahead`: the current one still has room)."""
         config = self.config
-        if room_for(config.commit_log_dir, nbytes, config.disk_space_warning_level_ratio):
+        warning = as_ratio(config.disk_space_warning_level_ratio)
+        if room_for(config.commit_log_dir, nbytes, warning):
             return
+        if ahead:
+            raise DiskFullError(f"no room ahead for a {nbytes}-byte commit-log segment")
         if not self.disk_full:
             log.error(
                 "no room for a %d-byte commit-log segment under the disk-space warning ratio %.2f: "
                 "the store refuses writes until space is freed",
                 nbytes,
-                config.disk_space_warning_level_ratio,
+                warning,
             )
         self.disk_full = True
         raise DiskFullError(f"the disk has no room for a {nbytes}-byte commit-log segment")

@@ -42,9 +42,9 @@ class MappedFileQueue:
         # which for consume queues is on the broker's event loop, once per new queue.
         self.defer_dir_sync = defer_dir_sync
         self._dir_unsynced = False
-        # Called with the segment size before a segment is created; raises to refuse it (the commit
-        # log's disk-space check, retention.check_room).
-        self.space_guard: Callable[[int], None] | None = None
+        # Called with the segment size, and whether it is the one made ahead, before a segment is
+        # created; raises to refuse it (the commit log's disk-space check, retention.check_room).
+        self.space_guard: Callable[[int, bool], None] | None = None
         # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
         # one consistent pair with a single attribute read while the writer or retention replaces it.
         self._snap: tuple[list[int], list[MappedFile]] = ([], [])
@@ -146,13 +146,13 @@ class MappedFileQueue:
         self._set_files([*self.files, f])
         if self.preallocate:
             try:
-                self._ahead = self._open_new(f.file_tail_offset)
+                self._ahead = self._open_new(f.file_tail_offset, ahead=True)
             except (OSError, StoreError) as exc:
                 # Not fatal yet: the roll to that segment retries and reports the failure then.
                 log.warning("cannot pre-allocate the segment after %s: %s", f.path, exc)
         return f
 
-    def _open_new(self, start: int) -> MappedFile:
+    def _open_new(self, start: int, *, ahead: bool = False) -> MappedFile:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, segment_name(start))
         if os.path.exists(path):
@@ -162,7 +162,7 @@ class MappedFileQueue:
             f.set_positions(0)
             return f
         if self.space_guard is not None:
-            self.space_guard(self.file_size)
+            self.space_guard(self.file_size, ahead)
         f = MappedFile(path, self.file_size, create=True)
         if self.defer_dir_sync:
             self._dir_unsynced = True

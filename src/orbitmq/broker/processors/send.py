@@ -14,6 +14,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final
 
 from orbitmq.broker.processors.base import BadRequest, error, guarded
+from orbitmq.broker.processors.flush_waits import FlushWaits
 from orbitmq.broker.processors.send_back import send_back
 from orbitmq.broker.processors.send_request import (
     DELAY_ENTRY,
@@ -138,6 +139,7 @@ class SendProcessor:
         # (an interpreted call) once, at the first send.
         self._store: MessageStore | None = None
         self._waits = SendWaits(app)  # the flush and slave waits (send_waits.py)
+        self._group_commit: FlushWaits[Later] | None = None  # SYNC_FLUSH without a slave to wait for
         # What a send reads of the broker config, re-read when the config changed (its generation).
         self._fields = _BrokerFields(app.config)
         self._sync_flush: bool | None = None  # the store's flushDiskType is SYNC_FLUSH (read at first use)
@@ -434,7 +436,9 @@ class SendProcessor:
                 sync_flush = self._sync_flush = (store or app.store).config.flush_disk_type == _SYNC_FLUSH
             if later and not sync_master and sync_flush:
                 # The group commit answers it (flush_waits.py): no coroutine or Task per send.
-                waits = self._waits.group_commit()
+                waits = self._group_commit  # (held here: a native read per send)
+                if waits is None:
+                    waits = self._group_commit = self._waits.group_commit()
                 answer = self._response(code, result, queue_id)
                 return waits.add(
                     result.end_offset,
