@@ -13,6 +13,7 @@ from orbitmq.message.hosts import pack_host
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.disk_space import DiskFullError, as_ratio, room_for
 from orbitmq.store.index_file import IndexFile
+from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageStatus
@@ -80,3 +81,15 @@ def test_ratio_forms_and_room() -> None:
     assert as_ratio(90) == 0.9
     assert room_for("/", 0, 1.0)
     assert not room_for("/", 1 << 62, 0.9)
+
+
+def test_an_index_file_the_disk_has_no_room_for_leaves_keys_unindexed_and_is_not_retried_per_message(
+    small_disk: Callable[[int], SmallDisk], caplog: pytest.LogCaptureFixture
+) -> None:
+    disk = small_disk(4)
+    index = KeyIndex(str(disk.path / "index"), 100_000, 400_000, FakeClock())  # an 8.4 MB file
+    for n in range(100):
+        index.put("T", [f"k{n}"], n * 100, 1_700_000_000_000)
+    assert index.files == []
+    assert list((disk.path / "index").iterdir()) == []
+    assert [r.levelname for r in caplog.records if "not indexed" in r.getMessage()] == ["ERROR"]

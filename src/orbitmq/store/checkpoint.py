@@ -26,7 +26,8 @@ class StoreCheckpoint:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self.fd).st_size != CHECKPOINT_FILE_SIZE:
             os.ftruncate(self.fd, CHECKPOINT_FILE_SIZE)
-        allocate(self.fd, CHECKPOINT_FILE_SIZE, path)  # (written through the mapping: disk_space.py)
+        # (written through the mapping: backed first, disk_space.py)
+        allocate(self.fd, CHECKPOINT_FILE_SIZE, path, new=not exists)
         self.mm = mmap.mmap(self.fd, CHECKPOINT_FILE_SIZE, access=mmap.ACCESS_WRITE)
         self.physic_msg_timestamp = 0
         self.logics_msg_timestamp = 0

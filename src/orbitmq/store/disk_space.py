@@ -94,9 +94,12 @@ def _fallocate_call() -> Callable[[int, int], None]:
 _fallocate: Final = _fallocate_call()
 
 
-def allocate(fd: int, size: int, path: str) -> None:
+def allocate(fd: int, size: int, path: str, *, new: bool) -> None:
     """Back the first `size` bytes of the open file `fd` with real blocks (a no-op where they already
-    are); DiskFullError when the file system has no room for them."""
+    are); DiskFullError when the file system has no room for them. For a `new` file the free space is
+    looked at first: a tmpfs fills its pages one by one before it gives up on a file too large."""
+    if new and not room_for(path, size, 1.0):
+        raise DiskFullError(f"no space left on the disk for the {size} bytes of {path}")
     try:
         _fallocate(fd, size)
     except OSError as exc:

@@ -69,7 +69,7 @@ class IndexFile:
                 raise StoreError(
                     f"index file {path} is not {size} bytes (maxHashSlotNum/maxIndexNum differ?)"
                 )
-            allocate(self.fd, size, path)  # every page backed before it is mapped (disk_space.py)
+            allocate(self.fd, size, path, new=create)  # every page backed before it is mapped (disk_space.py)
             self.mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(self.fd)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_extensions import i64
 
 log: Final = logging.getLogger(__name__)
+_NO_ROOM_RETRY: Final = 10  # s between attempts at an index file the disk had no room for
 
 _MASK32: Final = 0xFFFFFFFF
 _POW31: Final = [pow(31, n, 1 << 32) for n in range(257)]
@@ -97,6 +98,9 @@ class KeyIndex:
         # Bound of the per-topic prefix-hash cache: cleared when full (broker.conf
         # `indexTopicPrefixCacheMaxEntries`; the broker sets it at start).
         self.prefix_cache_max = DEFAULT_PREFIX_CACHE_MAX
+        # After a new file found no room on the disk: no other attempt (and no log line) before this
+        # monotonic time, instead of one per message.
+        self._no_room_until = 0.0
 
     def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> int:
         """Open the index files; after a crash drop those not covered by the checkpoint (rebuilt later).
@@ -168,7 +172,15 @@ class KeyIndex:
         last = files[-1] if files else None
         if last is not None and last.index_count < last.index_num:
             return last
-        new = self._new_file()
+        if self._no_room_until and time.monotonic() < self._no_room_until:
+            raise DiskFullError("no room for a new index file")
+        try:
+            new = self._new_file()
+        except DiskFullError as exc:
+            self._no_room_until = time.monotonic() + _NO_ROOM_RETRY
+            log.error("message keys not indexed for %d s: %s", _NO_ROOM_RETRY, exc)
+            raise
+        self._no_room_until = 0.0
         with self._lock:
             if last is not None:
                 self._full_unflushed.append(last)
@@ -183,8 +195,8 @@ class KeyIndex:
                 self._file_with_room().put_hash(
                     key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
                 )
-        except DiskFullError as exc:
-            _unindexed(exc)
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
         """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
@@ -212,8 +224,8 @@ class KeyIndex:
         try:
             while done < len(entries):
                 done = self._file_with_room().put_hashes(entries, done)
-        except DiskFullError as exc:
-            _unindexed(exc)
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
         """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
@@ -221,8 +233,8 @@ class KeyIndex:
         try:
             while done < len(hashes):
                 done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
-        except DiskFullError as exc:
-            _unindexed(exc)
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:
@@ -280,8 +292,3 @@ class KeyIndex:
         with self._lock:
             for f in self.files:
                 f.close()
-
-
-def _unindexed(exc: DiskFullError) -> None:
-    """No room for a new index file: the messages are stored and consumable, their keys not indexed."""
-    log.error("message keys not indexed: %s", exc)

@@ -99,7 +99,7 @@ class MappedFile:
                     )
             # Every block backed before the file is mapped (a no-op for a loaded file that already is):
             # a write into a page the file system cannot back would be a SIGBUS (disk_space.py).
-            allocate(self.fd, file_size, path)
+            allocate(self.fd, file_size, path, new=create)
             self.mm = mmap.mmap(self.fd, file_size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(self.fd)
