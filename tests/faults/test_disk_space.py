@@ -93,3 +93,39 @@ def test_an_index_file_the_disk_has_no_room_for_leaves_keys_unindexed_and_is_not
     assert index.files == []
     assert list((disk.path / "index").iterdir()) == []
     assert [r.levelname for r in caplog.records if "not indexed" in r.getMessage()] == ["ERROR"]
+
+
+def test_a_put_whose_consume_queue_has_no_room_is_refused_before_the_append(
+    small_disk: Callable[[int], SmallDisk],
+) -> None:
+    """Queue 0's 6 MB file takes the disk past the clean-forcibly ratio; queue 1's would not fit: its
+    message is refused instead of going into the log without a queue entry (never pulled)."""
+    disk = small_disk(16)
+    config = StoreConfig(
+        store_path_root_dir=str(disk.path / "store"),
+        mapped_file_size_commit_log=4 * MIB,
+        max_hash_slot_num=100,
+        max_index_num=400,
+    )
+    store = MessageStore(config, clock=FakeClock())
+    store.load()
+    store.start()
+    try:
+        statuses = []
+        for queue_id in range(4):
+            msg = StoreMessage(
+                topic="T",
+                queue_id=queue_id,
+                flag=0,
+                body=b"x" * 100,
+                properties="",
+                sys_flag=0,
+                born_timestamp=0,
+                born_host=pack_host("127.0.0.1", 1),
+            )
+            statuses.append(store.put_message(msg).status)
+        end = store.get_max_phy_offset()
+    finally:
+        store.shutdown()
+    assert statuses == [PutMessageStatus.PUT_OK] + 3 * [PutMessageStatus.SERVICE_NOT_AVAILABLE]
+    assert end < 200  # one record in the log: nothing stored without its queue entry

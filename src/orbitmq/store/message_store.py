@@ -106,6 +106,7 @@ class MessageStore(StoreReads):
             config, clock, self.commit_log, self.queues, self.key_index, disk_usage=disk_usage
         )
         self.commit_log.files.space_guard = self.retention.check_room  # (disk_space.py)
+        self.queues.space_guard = self.retention.check_queue_file
         self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
         # The transient store pool: whether appends go through write buffers and a commit step.
         self.committer: CommitService | None = None
@@ -320,7 +321,12 @@ class MessageStore(StoreReads):
         called, and not on a SYNC_MASTER), the record itself waits for `write_pending()`, which the
         caller makes before the answer leaves; until then the log's written end does not include it."""
         # (the per-message path: _refuse's checks inline first, its call only when one of them trips)
-        if not self._running or self.config.broker_role == SLAVE or self.retention.disk_full:
+        if (
+            not self._running
+            or self.config.broker_role == SLAVE
+            or self.retention.disk_full
+            or (self.retention.tight and not self.retention.queue_has_room(msg.topic, msg.queue_id, 1))
+        ):
             refused = self._refuse()
             if refused is not None:
                 return refused
@@ -360,6 +366,9 @@ class MessageStore(StoreReads):
             lock.release()
 
     def put_messages(self, batch: StoreBatch) -> PutMessageResult:
+        if self.retention.tight:  # (a full disk is marked full: refused below)
+            count = batch.scanned.count if batch.scanned is not None else len(batch.entries)
+            self.retention.queue_has_room(batch.topic, batch.queue_id, count)
         refused = self._refuse()
         if refused is not None:
             return refused

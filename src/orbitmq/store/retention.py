@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from orbitmq.common.clock import Clock
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import StoreConfig
+from orbitmq.store.consume_queue import CQ_ENTRY_SIZE
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
 from orbitmq.store.disk_space import DiskFullError, as_ratio, room_for
 from orbitmq.store.disk_space import used_ratio as disk_usage_ratio
@@ -59,6 +60,8 @@ class Retention:
         self.key_index = key_index
         self.disk_usage = disk_usage
         self.disk_full = False  # above the warning ratio: the store refuses writes
+        # Above the clean-forcibly ratio: a put first makes sure its consume queue has room (queue_has_room).
+        self.tight = False
         self._cleaned_min_offset = -1
 
     def _is_delete_hour(self, now_ms: int) -> bool:
@@ -69,6 +72,7 @@ class Retention:
         config = self.config
         ratio = self.disk_usage(config.commit_log_dir)
         clean_immediately = False
+        self.tight = ratio > as_ratio(config.disk_space_clean_forcibly_ratio)
         warning = as_ratio(config.disk_space_warning_level_ratio)
         if ratio > warning:
             if not self.disk_full:
@@ -90,6 +94,9 @@ class Retention:
         when the log needs it now (not for the one made `ahead`: the current one still has room)."""
         config = self.config
         warning = as_ratio(config.disk_space_warning_level_ratio)
+        if room_for(config.commit_log_dir, nbytes, as_ratio(config.disk_space_clean_forcibly_ratio)):
+            return
+        self.tight = True
         if room_for(config.commit_log_dir, nbytes, warning):
             return
         if ahead:
@@ -103,6 +110,32 @@ class Retention:
             )
         self.disk_full = True
         raise DiskFullError(f"the disk has no room for a {nbytes}-byte commit-log segment")
+
+    def check_queue_file(self, nbytes: int, ahead: bool) -> None:
+        """Before a new consume-queue file: past the clean-forcibly ratio with it, the store turns
+        `tight` (each put then checks its queue first), and one the disk cannot hold marks it full."""
+        config = self.config
+        if room_for(config.store_path_root_dir, nbytes, as_ratio(config.disk_space_clean_forcibly_ratio)):
+            return
+        self.tight = True
+        if not room_for(config.store_path_root_dir, nbytes, 1.0):
+            self.disk_full = True
+
+    def queue_has_room(self, topic: str, queue_id: int, entries: int) -> bool:
+        """Whether the consume queue of a put can take its `entries`: in its newest file, or in a new one
+        the disk has room for. Checked before the append on a tight disk (a record whose queue entry
+        cannot be written would be in the log but never pulled); False marks the disk full."""
+        cq = self.queues.find(topic, queue_id)
+        tail = cq.files.tail if cq is not None else None
+        if tail is not None and tail.wrote_position + entries * CQ_ENTRY_SIZE <= tail.file_size:
+            return True
+        config = self.config
+        if room_for(config.store_path_root_dir, config.consume_queue_file_size, 1.0):
+            return True
+        if not self.disk_full:
+            log.error("no room for a consume-queue file of %s/%d: the store refuses writes", topic, queue_id)
+        self.disk_full = True
+        return False
 
     def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanResult:
         config = self.config
