@@ -22,6 +22,11 @@ from orbitmq.store.store_message import StoreMessage
 from .conftest import MIB, SmallDisk
 
 
+def message(queue_id: int, body: bytes) -> StoreMessage:
+    host = pack_host("127.0.0.1", 1)
+    return StoreMessage("T", queue_id, 0, body, "", 0, 0, host)
+
+
 def test_a_segment_is_backed_in_full_or_not_made(small_disk: Callable[[int], SmallDisk]) -> None:
     disk = small_disk(8)
     f = MappedFile(str(disk.path / f"{0:020d}"), 4 * MIB, create=True)
@@ -54,17 +59,7 @@ def test_the_commit_log_refuses_a_segment_above_the_warning_ratio(
     try:
         statuses = []
         for _ in range(100):
-            msg = StoreMessage(
-                topic="T",
-                queue_id=0,
-                flag=0,
-                body=os.urandom(256 * 1024),
-                properties="",
-                sys_flag=0,
-                born_timestamp=0,
-                born_host=pack_host("127.0.0.1", 1),
-            )
-            statuses.append(store.put_message(msg).status)
+            statuses.append(store.put_message(message(0, os.urandom(256 * 1024))).status)
             if statuses[-1] is not PutMessageStatus.PUT_OK:
                 break
         # 16 MiB at most 90 % used: three 4 MiB segments (and the queue and index files) fit, a fourth not.
@@ -113,17 +108,7 @@ def test_a_put_whose_consume_queue_has_no_room_is_refused_before_the_append(
     try:
         statuses = []
         for queue_id in range(4):
-            msg = StoreMessage(
-                topic="T",
-                queue_id=queue_id,
-                flag=0,
-                body=b"x" * 100,
-                properties="",
-                sys_flag=0,
-                born_timestamp=0,
-                born_host=pack_host("127.0.0.1", 1),
-            )
-            statuses.append(store.put_message(msg).status)
+            statuses.append(store.put_message(message(queue_id, b"x" * 100)).status)
         end = store.get_max_phy_offset()
     finally:
         store.shutdown()

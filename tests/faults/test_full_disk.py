@@ -85,6 +85,17 @@ async def check_all_there(
         assert [m.body for m in found] == [body]
 
 
+async def clients(ns: ServerProcess, broker: ServerProcess, group: str) -> tuple[ClientInstance, Producer]:
+    """A client instance (raw requests) and a started producer, with the topic created."""
+    instance = ClientInstance(client_config(ns))
+    producer = Producer(group, config=client_config(ns), retry_times=0, send_timeout=10)
+    await instance.api.create_topic(
+        broker.broker_addr, TOPIC, read_queue_nums=QUEUES, write_queue_nums=QUEUES
+    )
+    await producer.start()
+    return instance, producer
+
+
 async def expect_refused(producer: Producer) -> BrokerError:
     with pytest.raises(BrokerError) as refused:
         await producer.send(Message.create(TOPIC, b"x" * BODY))
@@ -100,13 +111,8 @@ async def test_a_full_disk_refuses_sends_and_keeps_everything_else(
     async with asyncio.timeout(240):
         with start_namesrv(tmp_path) as ns:
             broker = start_broker(tmp_path, ns.address, **conf)
-            instance = ClientInstance(client_config(ns))
-            producer = Producer("full-disk", config=client_config(ns), retry_times=0, send_timeout=10)
+            instance, producer = await clients(ns, broker, "full-disk")
             try:
-                await instance.api.create_topic(
-                    broker.broker_addr, TOPIC, read_queue_nums=QUEUES, write_queue_nums=QUEUES
-                )
-                await producer.start()
                 acked, refused = await send_until_refused(producer, limit=DISK_MIB * MIB // BODY)
                 # Refused with RocketMQ's code and words, before the disk was full, by a live broker.
                 assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
@@ -178,13 +184,8 @@ async def test_expired_files_are_cleaned_before_sends_are_refused(
     conf = broker_conf(disk.path / "store") | {"fileReservedTime": 0, "retentionCheckInterval": 200}
     async with asyncio.timeout(240):
         with start_namesrv(tmp_path) as ns, start_broker(tmp_path, ns.address, **conf) as broker:
-            instance = ClientInstance(client_config(ns))
-            producer = Producer("cleaned", config=client_config(ns), retry_times=0, send_timeout=10)
+            instance, producer = await clients(ns, broker, "cleaned")
             try:
-                await instance.api.create_topic(
-                    broker.broker_addr, TOPIC, read_queue_nums=QUEUES, write_queue_nums=QUEUES
-                )
-                await producer.start()
                 sends = 5 * DISK_MIB * MIB // BODY // 2
                 for n in range(sends):
                     body = f"{n:08d}".encode() + os.urandom(BODY - 8)

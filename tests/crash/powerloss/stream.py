@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 from orbitmq.client.aio import ClientConfig, ClientInstance, Message, Producer, SendStatus
 from orbitmq.common.errors import BrokerError, OrbitError
 from orbitmq.message.model import MessageExt, MessageQueue
+from orbitmq.testing import write_properties
+from orbitmq.testing.cluster import Cluster
 from orbitmq.testing.drain import drain_queue
+from orbitmq.testing.powerloss import PowerLossDisk
 
 QUEUES = 4
 
@@ -39,6 +43,28 @@ async def create_topic(namesrv_addr: str, broker_addr: str, topic: str) -> None:
             await asyncio.sleep(0.1)
     finally:
         await instance.shutdown()
+
+
+def sync_master_on_disk(tmp_path: Path, disk: PowerLossDisk, **master_props: object) -> Cluster:
+    """One SYNC_MASTER with its store on the power-loss disk (and `master_props`), one slave on the
+    ordinary disk, one nameserver."""
+    c = Cluster(
+        tmp_path,
+        groups=1,
+        slaves=1,
+        namesrvs=1,
+        master_role="SYNC_MASTER",
+        broker_conf={
+            "mappedFileSizeCommitLog": 256 * 1024,
+            "mappedFileSizeConsumeQueue": 1000 * 20,
+            "haSendHeartbeatInterval": 1000,
+        },
+        namesrv_conf={"scanNotActiveBrokerInterval": 500},
+    )
+    master = c.master("broker-a")
+    master.props.update(storePathRootDir=disk.mountpoint / "store", **master_props)
+    write_properties(master.conf_path, master.props)
+    return c
 
 
 async def wait_topic_on(instance: ClientInstance, broker_addr: str, topic: str, timeout: float = 20) -> None:

@@ -16,12 +16,18 @@ import pytest
 from orbitmq.client.aio import ClientInstance, Message, Producer, SendStatus
 from orbitmq.message.ids import decode_offset_msg_id
 from orbitmq.message.model import MessageQueue
-from orbitmq.testing import start_broker, start_namesrv, write_properties
-from orbitmq.testing.cluster import Cluster
+from orbitmq.testing import start_broker, start_namesrv
 from orbitmq.testing.drain import drain_queue
 from orbitmq.testing.powerloss import PowerLossDisk
 
-from .stream import check_queues, client_config, create_topic, read_queues, wait_topic_on
+from .stream import (
+    check_queues,
+    client_config,
+    create_topic,
+    read_queues,
+    sync_master_on_disk,
+    wait_topic_on,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -38,18 +44,8 @@ def platter_commit_log(disk: PowerLossDisk) -> bytes:
 async def test_sync_master_with_sync_flush_answers_only_what_is_on_the_platter(
     tmp_path: Path, disk: PowerLossDisk
 ) -> None:
-    c = Cluster(
-        tmp_path,
-        groups=1,
-        slaves=1,
-        namesrvs=1,
-        master_role="SYNC_MASTER",
-        broker_conf={"mappedFileSizeCommitLog": SEGMENT, "haSendHeartbeatInterval": 1000},
-        namesrv_conf={"scanNotActiveBrokerInterval": 500},
-    )
+    c = sync_master_on_disk(tmp_path, disk, flushDiskType="SYNC_FLUSH")
     master, slave = c.master("broker-a"), c.slave("broker-a")
-    master.props.update(storePathRootDir=disk.mountpoint / "store", flushDiskType="SYNC_FLUSH")
-    write_properties(master.conf_path, master.props)
     topic = "SyncMasterSyncFlush"
     with c:
         await c.wait_registered()

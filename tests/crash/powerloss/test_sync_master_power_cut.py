@@ -18,8 +18,6 @@ from pathlib import Path
 import pytest
 
 from orbitmq.client.aio import ClientInstance
-from orbitmq.testing import write_properties
-from orbitmq.testing.cluster import Cluster
 from orbitmq.testing.powerloss import PowerLossDisk
 
 from .stream import (
@@ -29,6 +27,7 @@ from .stream import (
     create_topic,
     missing_acks,
     read_queues,
+    sync_master_on_disk,
     wait_topic_on,
 )
 
@@ -39,28 +38,15 @@ MINUTE = 60_000
 
 
 async def test_sync_master_power_cut_loses_nothing_acknowledged(tmp_path: Path, disk: PowerLossDisk) -> None:
-    c = Cluster(
+    c = sync_master_on_disk(
         tmp_path,
-        groups=1,
-        slaves=1,
-        namesrvs=1,
-        master_role="SYNC_MASTER",
-        broker_conf={
-            "mappedFileSizeCommitLog": 256 * 1024,
-            "mappedFileSizeConsumeQueue": 1000 * 20,
-            "haSendHeartbeatInterval": 1000,
-        },
-        namesrv_conf={"scanNotActiveBrokerInterval": 500},
-    )
-    master, slave = c.master("broker-a"), c.slave("broker-a")
-    master.props.update(
-        storePathRootDir=disk.mountpoint / "store",
+        disk,
         flushDiskType="ASYNC_FLUSH",
         flushIntervalCommitLog=MINUTE,
         flushCommitLogThoroughInterval=MINUTE,
         flushIntervalConsumeQueue=MINUTE,
     )
-    write_properties(master.conf_path, master.props)
+    master, slave = c.master("broker-a"), c.slave("broker-a")
     with c:
         await c.wait_registered()
         ns = c.namesrv_addrs[0]
