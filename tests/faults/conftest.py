@@ -1,9 +1,10 @@
-"""A small file system per test (a tmpfs the test mounts), unmounted on exit; skipped with the reason
-only where this machine cannot mount one."""
+"""A small file system per test (a tmpfs, or an ext4 image on a loop device, that the test mounts),
+unmounted on exit; skipped with the reason only where this machine cannot mount one."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,30 +14,48 @@ import pytest
 MIB = 1 << 20
 
 
-def _mount_tmpfs(path: Path, size_mib: int) -> str | None:
-    """Mount a tmpfs of `size_mib` MiB at `path`; why it cannot be done, or None."""
+def _run(*argv: str) -> str | None:
+    """Run a mount tool; its complaint, or None when it worked."""
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return None if done.returncode == 0 else f"{' '.join(argv[:2])} failed: {done.stderr.strip()}"
+
+
+def _mount(path: Path, kind: str, size_mib: int) -> str | None:
+    """Mount a `kind` file system of `size_mib` MiB at `path`; why it cannot be done, or None."""
     if os.geteuid() != 0:
         return "mounting a small file system needs root"
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "orbitmq-faults", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
+    if kind == "tmpfs":
+        return _run("mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "orbitmq-faults", str(path))
+    if shutil.which("mkfs.ext4") is None:
+        return "mkfs.ext4 is not installed"
+    image = path.with_suffix(".img")
+    with open(image, "wb") as f:
+        f.truncate(size_mib * MIB)
+    # -m 0: no blocks reserved for root (root would write into them, other users not)
+    return _run("mkfs.ext4", "-q", "-F", "-m", "0", str(image)) or _run(
+        "mount", "-o", "loop", str(image), str(path)
     )
-    return None if done.returncode == 0 else f"mount -t tmpfs failed: {done.stderr.strip()}"
 
 
 class SmallDisk:
-    """A mounted tmpfs: `path`, `resize(mib)` (live), `fill()` (a file eating every free byte)."""
+    """A mounted small file system: `path`, `ballast(n)` (a file to delete later), `fill()` (a file
+    eating every free byte)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kind: str) -> None:
         self.path = path
+        self.kind = kind
         self.filler = path / "filler"
 
-    def resize(self, size_mib: int) -> None:
-        subprocess.run(
-            ["mount", "-o", f"remount,size={size_mib}m", str(self.path)], check=True, capture_output=True
-        )
+    def ballast(self, size: int) -> Path:
+        """A file of `size` bytes (space a test gives back later by deleting it)."""
+        path = self.path / "ballast"
+        with open(path, "wb") as f:
+            f.write(bytes(size))
+        return path
+
+    def total_bytes(self) -> int:
+        st = os.statvfs(self.path)
+        return st.f_blocks * st.f_frsize
 
     def fill(self) -> None:
         fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -60,18 +79,18 @@ class SmallDisk:
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Callable[[int], SmallDisk]]:
+def small_disk(tmp_path: Path) -> Iterator[Callable[..., SmallDisk]]:
     mounted: list[Path] = []
 
-    def mount(size_mib: int) -> SmallDisk:
+    def mount(size_mib: int, kind: str = "tmpfs") -> SmallDisk:
         path = tmp_path / f"disk{len(mounted)}"
         path.mkdir()
-        reason = _mount_tmpfs(path, size_mib)
+        reason = _mount(path, kind, size_mib)
         if reason is not None:
             print(f"skipped: {reason}")
             pytest.skip(reason)
         mounted.append(path)
-        return SmallDisk(path)
+        return SmallDisk(path, kind)
 
     try:
         yield mount

@@ -27,7 +27,7 @@ def message(queue_id: int, body: bytes) -> StoreMessage:
     return StoreMessage("T", queue_id, 0, body, "", 0, 0, host)
 
 
-def test_a_segment_is_backed_in_full_or_not_made(small_disk: Callable[[int], SmallDisk]) -> None:
+def test_a_segment_is_backed_in_full_or_not_made(small_disk: Callable[..., SmallDisk]) -> None:
     disk = small_disk(8)
     f = MappedFile(str(disk.path / f"{0:020d}"), 4 * MIB, create=True)
     try:
@@ -43,7 +43,7 @@ def test_a_segment_is_backed_in_full_or_not_made(small_disk: Callable[[int], Sma
 
 
 def test_the_commit_log_refuses_a_segment_above_the_warning_ratio(
-    small_disk: Callable[[int], SmallDisk],
+    small_disk: Callable[..., SmallDisk],
 ) -> None:
     disk = small_disk(16)
     config = StoreConfig(
@@ -79,7 +79,7 @@ def test_ratio_forms_and_room() -> None:
 
 
 def test_an_index_file_the_disk_has_no_room_for_leaves_keys_unindexed_and_is_not_retried_per_message(
-    small_disk: Callable[[int], SmallDisk], caplog: pytest.LogCaptureFixture
+    small_disk: Callable[..., SmallDisk], caplog: pytest.LogCaptureFixture
 ) -> None:
     disk = small_disk(4)
     index = KeyIndex(str(disk.path / "index"), 100_000, 400_000, FakeClock())  # an 8.4 MB file
@@ -91,7 +91,7 @@ def test_an_index_file_the_disk_has_no_room_for_leaves_keys_unindexed_and_is_not
 
 
 def test_a_put_whose_consume_queue_has_no_room_is_refused_before_the_append(
-    small_disk: Callable[[int], SmallDisk],
+    small_disk: Callable[..., SmallDisk],
 ) -> None:
     """Queue 0's 6 MB file takes the disk past the clean-forcibly ratio; queue 1's would not fit: its
     message is refused instead of going into the log without a queue entry (never pulled)."""
