@@ -324,8 +324,7 @@ class MessageStore(StoreReads):
         if (
             not self._running
             or self.config.broker_role == SLAVE
-            or self.retention.disk_full
-            or (self.retention.tight and not self.retention.queue_has_room(msg.topic, msg.queue_id, 1))
+            or (self.retention.watch and not self.retention.may_put(msg.topic, msg.queue_id, 1))
         ):
             refused = self._refuse()
             if refused is not None:
@@ -366,7 +365,7 @@ class MessageStore(StoreReads):
             lock.release()
 
     def put_messages(self, batch: StoreBatch) -> PutMessageResult:
-        if self.retention.tight:  # (a full disk is marked full: refused below)
+        if self.retention.watch:  # (a queue without room marks the disk full: refused below)
             count = batch.scanned.count if batch.scanned is not None else len(batch.entries)
             self.retention.queue_has_room(batch.topic, batch.queue_id, count)
         refused = self._refuse()

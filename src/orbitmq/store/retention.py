@@ -59,10 +59,35 @@ class Retention:
         self.queues = queues
         self.key_index = key_index
         self.disk_usage = disk_usage
-        self.disk_full = False  # above the warning ratio: the store refuses writes
-        # Above the clean-forcibly ratio: a put first makes sure its consume queue has room (queue_has_room).
-        self.tight = False
+        self._disk_full = False
+        self._tight = False
+        # disk_full or tight: the one field a put reads (then may_put says whether it can go).
+        self.watch = False
         self._cleaned_min_offset = -1
+
+    @property
+    def disk_full(self) -> bool:
+        """Above the warning ratio (or no room for the log's next segment): the store refuses writes."""
+        return self._disk_full
+
+    @disk_full.setter
+    def disk_full(self, full: bool) -> None:
+        self._disk_full = full
+        self.watch = full or self._tight
+
+    @property
+    def tight(self) -> bool:
+        """Above the clean-forcibly ratio: a put first makes sure its consume queue has room."""
+        return self._tight
+
+    @tight.setter
+    def tight(self, tight: bool) -> None:
+        self._tight = tight
+        self.watch = tight or self._disk_full
+
+    def may_put(self, topic: str, queue_id: int, entries: int) -> bool:
+        """Whether a put may go while `watch` is on (not full, and its consume queue has room)."""
+        return not self._disk_full and (not self._tight or self.queue_has_room(topic, queue_id, entries))
 
     def _is_delete_hour(self, now_ms: int) -> bool:
         return time.localtime(now_ms // 1000).tm_hour in self.config.delete_hours()
