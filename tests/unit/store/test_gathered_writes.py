@@ -223,6 +223,8 @@ async def test_no_answer_leaves_before_the_record_it_acknowledges(tmp_path: Path
         request_handler=dispatcher.handle,
         before_write=store.write_pending,
         after_turn=store.dispatch_deferred,
+        # (the whole turn, however slow the machine: its first put creates and allocates the store's files)
+        turn_budget=10.0,
     )
     transport = _CheckingTransport(conn, store, tmp_path / "store" / "commitlog" / f"{0:020d}")
     conn.connection_made(transport)
