@@ -44,12 +44,18 @@ def write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     bak = path.with_name(path.name + ".bak")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if path.exists():
-        shutil.copyfile(path, bak)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            shutil.copyfile(path, bak)
+    except OSError:
+        # (a full disk: the old file stays as it was, and no partial .tmp or .bak is left to be read)
+        for partial in (tmp, bak):
+            partial.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 

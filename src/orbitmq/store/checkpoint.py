@@ -13,6 +13,8 @@ import os
 import struct
 import threading
 
+from orbitmq.store.disk_space import allocate
+
 CHECKPOINT_FILE_SIZE = 4096
 _LAYOUT = struct.Struct(">qqq")
 
@@ -24,6 +26,8 @@ class StoreCheckpoint:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self.fd).st_size != CHECKPOINT_FILE_SIZE:
             os.ftruncate(self.fd, CHECKPOINT_FILE_SIZE)
+        # (written through the mapping: backed first, disk_space.py)
+        allocate(self.fd, CHECKPOINT_FILE_SIZE, path, new=not exists)
         self.mm = mmap.mmap(self.fd, CHECKPOINT_FILE_SIZE, access=mmap.ACCESS_WRITE)
         self.physic_msg_timestamp = 0
         self.logics_msg_timestamp = 0

@@ -67,7 +67,6 @@ class CommitLog:
             config.commit_log_dir,
             self.file_size,
             preallocate=True,
-            reserve_blocks=config.warm_maped_file_enable,
         )
         self.files.zero_run_limit = max(8 << 20, 2 * config.max_message_size + (1 << 20))
         # (topic, queue id) -> next queue offset; rebuilt from the consume queues on start.

@@ -154,8 +154,8 @@ class StoreConfig:
     clean_file_forcibly_enable: bool = True
     """Delete unexpired files too when the disk is fuller than diskSpaceCleanForciblyRatio."""
     warm_maped_file_enable: bool = False
-    """Reserve a new commit-log file's blocks when it is created, so a full disk fails there rather
-    than at a later write."""
+    """Accepted for RocketMQ's broker.conf; orbitmq always allocates a new file's blocks before it maps
+    it (store/disk_space.py), so a full disk fails there rather than at a later write."""
     offset_check_in_slave: bool = False
     """Let a slave correct a consumer's out-of-range offset (by default only the master does)."""
     duplication_enable: bool = False

@@ -20,6 +20,7 @@ import queue
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from typing import Final
 
 from orbitmq.store.consume_queue import ConsumeQueue
@@ -75,6 +76,8 @@ class ConsumeQueueTable:
         self.root_dir = root_dir
         self.file_size = file_size
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        # Given to every queue's files (MappedFileQueue.space_guard): the store's disk-space watch.
+        self.space_guard: Callable[[int, bool], None] | None = None
 
     def load(self) -> None:
         if not os.path.isdir(self.root_dir):
@@ -96,6 +99,7 @@ class ConsumeQueueTable:
                 except ValueError:
                     continue
                 cq = ConsumeQueue(self.root_dir, topic, queue_id, self.file_size)
+                cq.files.space_guard = self.space_guard
                 cq.load()
                 queues[(topic, queue_id)] = cq
         self._queues = queues
@@ -107,6 +111,7 @@ class ConsumeQueueTable:
         cq = self._queues.get((topic, queue_id))
         if cq is None:
             cq = ConsumeQueue(self.root_dir, topic, queue_id, self.file_size)
+            cq.files.space_guard = self.space_guard
             self._queues = {**self._queues, (topic, queue_id): cq}
         return cq
 

@@ -135,6 +135,9 @@ class FlushService:
 
     # ---- requests -------------------------------------------------------------------------------
     def request_flush(self, end_offset: int, callback: FlushCallback) -> None:
+        """`callback(True)` once an fdatasync covered `end_offset` (False after syncFlushTimeout). Its
+        users: the broker's sends on a SYNC_MASTER with SYNC_FLUSH and CONSUMER_SEND_MSG_BACK on
+        SYNC_FLUSH (send_waits.py; tests/crash/powerloss/test_sync_flush_paths.py), and wait_flushed."""
         if self.commit_log_files.flushed_where >= end_offset:
             callback(True)
             return

@@ -15,6 +15,7 @@ with Java's String.hashCode (abs, MIN_VALUE -> 0). This module knows nothing of 
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -22,6 +23,7 @@ from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.hashing import index_key_hash
+from orbitmq.store.disk_space import allocate
 from orbitmq.store.mapped_file import close_mapping, remove_file
 
 # Final: compiled code reads these as constants, not from the module's dict on every key.
@@ -68,9 +70,13 @@ class IndexFile:
                 raise StoreError(
                     f"index file {path} is not {size} bytes (maxHashSlotNum/maxIndexNum differ?)"
                 )
+            allocate(self.fd, size, path, new=create)  # every page backed before it is mapped (disk_space.py)
             self.mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(self.fd)
+            if create:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             raise
         self._entries_at = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(self.mm, 0)

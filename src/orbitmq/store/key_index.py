@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from orbitmq.common.clock import Clock
 from orbitmq.message.hashing import hash_powers, java_string_hash
+from orbitmq.store.disk_space import DiskFullError
 from orbitmq.store.index_file import IndexFile
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_extensions import i64
 
 log: Final = logging.getLogger(__name__)
+_NO_ROOM_RETRY: Final = 10  # s between attempts at an index file the disk had no room for
 
 _MASK32: Final = 0xFFFFFFFF
 _POW31: Final = [pow(31, n, 1 << 32) for n in range(257)]
@@ -96,6 +98,9 @@ class KeyIndex:
         # Bound of the per-topic prefix-hash cache: cleared when full (broker.conf
         # `indexTopicPrefixCacheMaxEntries`; the broker sets it at start).
         self.prefix_cache_max = DEFAULT_PREFIX_CACHE_MAX
+        # After a new file found no room on the disk: no other attempt (and no log line) before this
+        # monotonic time, instead of one per message.
+        self._no_room_until = 0.0
 
     def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> int:
         """Open the index files; after a crash drop those not covered by the checkpoint (rebuilt later).
@@ -167,7 +172,15 @@ class KeyIndex:
         last = files[-1] if files else None
         if last is not None and last.index_count < last.index_num:
             return last
-        new = self._new_file()
+        if self._no_room_until and time.monotonic() < self._no_room_until:
+            raise DiskFullError("no room for a new index file")
+        try:
+            new = self._new_file()
+        except DiskFullError as exc:
+            self._no_room_until = time.monotonic() + _NO_ROOM_RETRY
+            log.error("message keys not indexed for %d s: %s", _NO_ROOM_RETRY, exc)
+            raise
+        self._no_room_until = 0.0
         with self._lock:
             if last is not None:
                 self._full_unflushed.append(last)
@@ -177,10 +190,13 @@ class KeyIndex:
     def put(self, topic: str, keys: list[str], physical_offset: int, store_timestamp: int) -> None:
         """Index every key of one message (already filtered: not ROLLBACK, not yet indexed)."""
         prefix = self.prefix_for(topic)
-        for key in keys:
-            self._file_with_room().put_hash(
-                key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
-            )
+        try:
+            for key in keys:
+                self._file_with_room().put_hash(
+                    key_hash_with_prefix(prefix, key), physical_offset, store_timestamp
+                )
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def put_batch(self, items: list[tuple[str, list[str], int, int]]) -> None:
         """`put` for many messages: (topic, keys, commit log offset, store timestamp) each, written with
@@ -205,14 +221,20 @@ class KeyIndex:
     def put_hashes(self, entries: list[tuple[int, int, int]]) -> None:
         """Write (key hash, commit log offset, store timestamp) entries, rolling to new files as they fill."""
         done = 0
-        while done < len(entries):
-            done = self._file_with_room().put_hashes(entries, done)
+        try:
+            while done < len(entries):
+                done = self._file_with_room().put_hashes(entries, done)
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def put_run(self, hashes: list[int], offsets: list[int], store_timestamp: int) -> None:
         """`put_hashes` for keys of one store timestamp as parallel lists (the batch path)."""
         done = 0
-        while done < len(hashes):
-            done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
+        try:
+            while done < len(hashes):
+                done = self._file_with_room().put_run(hashes, offsets, store_timestamp, done)
+        except DiskFullError:
+            pass  # (logged by _file_with_room: stored and consumable, these keys are not indexed)
 
     def take_full_files(self) -> list[IndexFile]:
         with self._lock:

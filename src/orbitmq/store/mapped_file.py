@@ -12,7 +12,7 @@ This module knows nothing of records, queues or what the bytes mean.
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import mmap
 import os
 import threading
@@ -21,6 +21,7 @@ from typing import Final
 
 from orbitmq.common.errors import StoreError
 from orbitmq.message.record_layout import Buffer
+from orbitmq.store.disk_space import allocate
 
 OS_PAGE_SIZE: Final = 4096
 
@@ -75,7 +76,7 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_size: int, *, create: bool, reserve_blocks: bool = False) -> None:
+    def __init__(self, path: str, file_size: int, *, create: bool) -> None:
         self.path = path
         self.file_size = file_size
         try:
@@ -89,34 +90,22 @@ class MappedFile:
             raise StoreError(f"cannot open segment {path}: {exc}") from exc
         try:
             if create:
-                # Sparse, as RocketMQ's RandomAccessFile.setLength leaves it: a 1 GiB segment (and the
-                # one created ahead of it) costs disk only as it fills. The store refuses writes above
-                # the disk-usage warning ratio, which is the guard against a write fault on a full disk.
                 os.ftruncate(self.fd, file_size)
-                if reserve_blocks:
-                    # warmMapedFileEnable: reserve the blocks now, so a full disk is a clean error here
-                    # instead of a SIGBUS on a later write into the mapping.
-                    try:
-                        os.posix_fallocate(self.fd, 0, file_size)
-                    except OSError as exc:
-                        if exc.errno == errno.ENOSPC:
-                            raise StoreError(f"no space left for segment {path}") from exc
-                        # The file system cannot preallocate (tmpfs, some overlays): stay sparse.
             else:
                 actual = os.fstat(self.fd).st_size
                 if actual != file_size:
                     raise StoreError(
                         f"segment {path} has {actual} bytes, expected {file_size} (wrong mapped file size)"
                     )
+            # Every block backed before the file is mapped (a no-op for a loaded file that already is):
+            # a write into a page the file system cannot back would be a SIGBUS (disk_space.py).
+            allocate(self.fd, file_size, path, new=create)
             self.mm = mmap.mmap(self.fd, file_size, access=mmap.ACCESS_WRITE)
-            if create and not reserve_blocks:
-                # The first write into a new sparse file's mapping faults in a block allocation on the
-                # caller's thread (the event loop, for every new consume queue), which can take
-                # milliseconds on a busy disk. A one-byte pwrite of the zero that is there anyway puts
-                # the page in the page cache through the cheaper delayed-allocation path instead.
-                os.pwrite(self.fd, b"\0", 0)
         except BaseException:
             os.close(self.fd)
+            if create:  # (never left behind half made: a later load would take it for a segment)
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             raise
         # A new file is empty; a loaded one counts as full until recovery sets its positions.
         start = 0 if create else file_size

@@ -82,6 +82,8 @@ class MessageStore(StoreUpkeep):
         self.retention = Retention(
             config, clock, self.commit_log, self.queues, self.key_index, disk_usage=disk_usage
         )
+        self.commit_log.files.space_guard = self.retention.check_room  # (disk_space.py)
+        self.queues.space_guard = self.retention.check_queue_file
         self.reads = ReadPath(config, self.commit_log, self.queues, self.key_index, self.stats)
         # The transient store pool: whether appends go through write buffers and a commit step.
         self.committer = None
@@ -198,6 +200,7 @@ class MessageStore(StoreUpkeep):
         self.page_preparer.start()
         with open(self.config.abort_path, "wb"):
             pass
+        self.retention.check_disk()  # (started on a full disk: refuse writes from the first one on)
         self._running = True
         self.stats.sample()
 
@@ -298,7 +301,11 @@ class MessageStore(StoreUpkeep):
         called, and not on a SYNC_MASTER), the record itself waits for `write_pending()`, which the
         caller makes before the answer leaves; until then the log's written end does not include it."""
         # (the per-message path: _refuse's checks inline first, its call only when one of them trips)
-        if not self._running or self.config.broker_role == SLAVE or self.retention.disk_full:
+        if (
+            not self._running
+            or self.config.broker_role == SLAVE
+            or (self.retention.watch and not self.retention.may_put(msg.topic, msg.queue_id, 1))
+        ):
             refused = self._refuse()
             if refused is not None:
                 return refused
@@ -338,6 +345,9 @@ class MessageStore(StoreUpkeep):
             lock.release()
 
     def put_messages(self, batch: StoreBatch) -> PutMessageResult:
+        if self.retention.watch:  # (a queue without room marks the disk full: refused below)
+            count = batch.scanned.count if batch.scanned is not None else len(batch.entries)
+            self.retention.queue_has_room(batch.topic, batch.queue_id, count)
         refused = self._refuse()
         if refused is not None:
             return refused
@@ -380,6 +390,8 @@ class MessageStore(StoreUpkeep):
 
     def _failed(self, status: PutMessageStatus, remark: str) -> PutMessageResult:
         self.stats.put_message_failed_times += 1
+        if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED and self.retention.disk_full:
+            status = PutMessageStatus.SERVICE_NOT_AVAILABLE  # refused for lack of disk space
         return PutMessageResult(status, remark=remark)
 
     def _after_put(self, result: PutMessageResult, requests: list[DispatchRequest]) -> PutMessageResult:

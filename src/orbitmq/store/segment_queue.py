@@ -32,18 +32,19 @@ class MappedFileQueue:
         file_size: int,
         *,
         preallocate: bool = False,
-        reserve_blocks: bool = False,
         defer_dir_sync: bool = False,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.preallocate = preallocate
-        self.reserve_blocks = reserve_blocks
         # defer_dir_sync: a created segment's directory entry is made durable by the next flush (on the
         # flusher thread, before any of the segment's data counts as flushed) instead of at creation,
         # which for consume queues is on the broker's event loop, once per new queue.
         self.defer_dir_sync = defer_dir_sync
         self._dir_unsynced = False
+        # Called with the segment size, and whether it is the one made ahead, before a segment is
+        # created; raises to refuse it (the commit log's disk-space check, retention.check_room).
+        self.space_guard: Callable[[int, bool], None] | None = None
         # Copy-on-write snapshot (start offsets for bisect, files): the flusher thread and readers take
         # one consistent pair with a single attribute read while the writer or retention replaces it.
         self._snap: tuple[list[int], list[MappedFile]] = ([], [])
@@ -145,13 +146,13 @@ class MappedFileQueue:
         self._set_files([*self.files, f])
         if self.preallocate:
             try:
-                self._ahead = self._open_new(f.file_tail_offset)
+                self._ahead = self._open_new(f.file_tail_offset, ahead=True)
             except (OSError, StoreError) as exc:
                 # Not fatal yet: the roll to that segment retries and reports the failure then.
                 log.warning("cannot pre-allocate the segment after %s: %s", f.path, exc)
         return f
 
-    def _open_new(self, start: int) -> MappedFile:
+    def _open_new(self, start: int, *, ahead: bool = False) -> MappedFile:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, segment_name(start))
         if os.path.exists(path):
@@ -160,7 +161,9 @@ class MappedFileQueue:
             f.zero_from(0)
             f.set_positions(0)
             return f
-        f = MappedFile(path, self.file_size, create=True, reserve_blocks=self.reserve_blocks)
+        if self.space_guard is not None:
+            self.space_guard(self.file_size, ahead)
+        f = MappedFile(path, self.file_size, create=True)
         if self.defer_dir_sync:
             self._dir_unsynced = True
         else:

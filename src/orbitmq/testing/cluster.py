@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from orbitmq.testing.launch import write_properties
+from orbitmq.testing.launch import TEST_STORE_SIZES, write_properties
 from orbitmq.testing.process import DEFAULT_START_TIMEOUT, ServerProcess, ServerStartError, start_process
 
 HOST = "127.0.0.1"
@@ -213,6 +213,7 @@ class Cluster:
             "namesrvAddr": self.namesrv_addr,
             "storePathRootDir": self.workdir / f"store-{name}",
             "flushDiskType": "ASYNC_FLUSH",
+            **TEST_STORE_SIZES,
             **self.broker_conf,
             **self.group_conf.get(broker_name, {}),
         }

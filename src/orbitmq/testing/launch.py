@@ -66,6 +66,17 @@ def start_namesrv(
     )
 
 
+# A test broker's store files: the store backs every segment's blocks before mapping it (a full disk
+# must refuse, not SIGBUS), so RocketMQ's defaults (1 GiB commit-log segments, one made ahead, and 420 MB
+# index files) would take 2.4 GB of disk per test broker. A test's own settings win.
+TEST_STORE_SIZES: dict[str, int] = {
+    "mappedFileSizeCommitLog": 64 << 20,
+    "mappedFileSizeConsumeQueue": 20 * 30_000,
+    "maxHashSlotNum": 50_000,
+    "maxIndexNum": 200_000,
+}
+
+
 def broker_properties(
     workdir: Path,
     namesrv_addr: str | Sequence[str] | None,
@@ -84,6 +95,7 @@ def broker_properties(
         "listenPort": 0,
         "storePathRootDir": Path(workdir) / f"store-{broker_name}-{broker_id}",
         "flushDiskType": "ASYNC_FLUSH",
+        **TEST_STORE_SIZES,
     }
     if namesrv_addr:
         props["namesrvAddr"] = namesrv_addr if isinstance(namesrv_addr, str) else ";".join(namesrv_addr)
@@ -144,6 +156,7 @@ def start_serve(
         "listenPort": 0,
         "storePathRootDir": workdir / "store",
         "flushDiskType": "ASYNC_FLUSH",
+        **TEST_STORE_SIZES,
     }
     props.update(broker_conf)
     conf = write_properties(workdir / "serve.conf", props)

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 from orbitmq.client.aio import ClientConfig, ClientInstance, Message, Producer, SendStatus
-from orbitmq.common.errors import OrbitError
+from orbitmq.common.errors import BrokerError, OrbitError
 from orbitmq.message.model import MessageExt, MessageQueue
+from orbitmq.testing import write_properties
+from orbitmq.testing.cluster import Cluster
 from orbitmq.testing.drain import drain_queue
+from orbitmq.testing.powerloss import PowerLossDisk
 
 QUEUES = 4
 
@@ -22,6 +26,7 @@ class Ack:
     msg_id: str  # UNIQ_KEY
     queue_id: int
     queue_offset: int
+    sent_at: float = 0.0  # the loop's clock when the send started
 
 
 def client_config(namesrv_addr: str) -> ClientConfig:
@@ -38,6 +43,41 @@ async def create_topic(namesrv_addr: str, broker_addr: str, topic: str) -> None:
             await asyncio.sleep(0.1)
     finally:
         await instance.shutdown()
+
+
+def sync_master_on_disk(tmp_path: Path, disk: PowerLossDisk, **master_props: object) -> Cluster:
+    """One SYNC_MASTER with its store on the power-loss disk (and `master_props`), one slave on the
+    ordinary disk, one nameserver."""
+    c = Cluster(
+        tmp_path,
+        groups=1,
+        slaves=1,
+        namesrvs=1,
+        master_role="SYNC_MASTER",
+        broker_conf={
+            "mappedFileSizeCommitLog": 256 * 1024,
+            "mappedFileSizeConsumeQueue": 1000 * 20,
+            "haSendHeartbeatInterval": 1000,
+        },
+        namesrv_conf={"scanNotActiveBrokerInterval": 500},
+    )
+    master = c.master("broker-a")
+    master.props.update(storePathRootDir=disk.mountpoint / "store", **master_props)
+    write_properties(master.conf_path, master.props)
+    return c
+
+
+async def wait_topic_on(instance: ClientInstance, broker_addr: str, topic: str, timeout: float = 20) -> None:
+    """Until `broker_addr` serves `topic` (a slave copies its master's topic configs every 10 s, the
+    first time after 3 s)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await read_queues(instance, broker_addr, "broker-a", topic)
+            return
+        except BrokerError:
+            assert asyncio.get_running_loop().time() < deadline, f"{broker_addr} never learned {topic}"
+            await asyncio.sleep(0.2)
 
 
 class SendStream:
@@ -64,13 +104,14 @@ class SendStream:
             n = next(self._counter)
             key = f"{self.run}-{n}"
             body = f"power-cut {key} ".encode() * 4
+            sent_at = asyncio.get_running_loop().time()
             try:
                 result = await self.producer.send(Message.create(self.topic, body, keys=key))
             except (OrbitError, TimeoutError, OSError):
                 return  # the broker is gone (refused, closed, or no answer before the send timeout)
             if result.status is SendStatus.SEND_OK:
                 q = result.message_queue.queue_id
-                self.acks.append(Ack(key, body, result.msg_id, q, result.queue_offset))
+                self.acks.append(Ack(key, body, result.msg_id, q, result.queue_offset, sent_at))
                 self._progress.set()
 
     async def wait(self, acks: int, timeout: float = 30.0) -> None:

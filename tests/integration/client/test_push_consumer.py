@@ -349,6 +349,7 @@ async def test_send_back_falls_back_to_resending_through_the_retry_topic(
         assert delivered.topic == topic  # restored from RETRY_TOPIC
         assert delivered.reconsume_times == 1
         assert delivered.properties.get("ORIGIN_MESSAGE_ID") == "AB" * 16
+        assert delivered.properties.get("DELAY") == "3"  # the fallback's level: 3 + reconsumeTimes
 
 
 async def test_custom_allocation_strategy_covers_every_queue_once(

@@ -9,10 +9,7 @@ commit. Response: msgId (offset id), queueId, queueOffset, plus MSG_REGION and T
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import random
-import threading
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final
 
@@ -29,6 +26,8 @@ from orbitmq.broker.processors.send_request import (
     plain_properties,
     send_header,
 )
+from orbitmq.broker.processors.send_results import STORED_CODES, put_refusal
+from orbitmq.broker.processors.send_waits import SendWaits
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -59,7 +58,7 @@ from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
 from orbitmq.transport.connection import Connection
-from orbitmq.transport.dispatch import Later, answer_together
+from orbitmq.transport.dispatch import Later
 
 if TYPE_CHECKING:
     from orbitmq.broker.config import BrokerConfig
@@ -83,39 +82,6 @@ _UNIQ_KEY_KEY: Final = "\x02" + P.UNIQ_KEY + "\x01"
 # "NAME\x01" of TAGS and KEYS: often absent, and then one substring test answers without a search call.
 _TAGS_ENTRY: Final = P.TAGS + "\x01"
 _KEYS_ENTRY: Final = P.KEYS + "\x01"
-
-_PUT_ERRORS: Final[dict[str, tuple[int, str]]] = {
-    "CREATE_MAPEDFILE_FAILED": (
-        ResponseCode.SYSTEM_ERROR,
-        "create mapped file failed, server is busy or broken.",
-    ),
-    "MESSAGE_ILLEGAL": (
-        ResponseCode.MESSAGE_ILLEGAL,
-        "the message is illegal, maybe msg body or properties length not matched. "
-        "msg body length limit 128k, msg properties length limit 32k.",
-    ),
-    "PROPERTIES_SIZE_EXCEEDED": (
-        ResponseCode.MESSAGE_ILLEGAL,
-        "the message is illegal, maybe msg body or properties length not matched. "
-        "msg body length limit 128k, msg properties length limit 32k.",
-    ),
-    "SERVICE_NOT_AVAILABLE": (
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: the broker's disk is "
-        "full, messages are put to the slave, message store has been shut down, etc.",
-    ),
-    "OS_PAGECACHE_BUSY": (
-        ResponseCode.SYSTEM_ERROR,
-        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
-    ),
-    "UNKNOWN_ERROR": (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
-}
-_STORED_CODES: Final = {
-    "PUT_OK": ResponseCode.SUCCESS,
-    "FLUSH_DISK_TIMEOUT": ResponseCode.FLUSH_DISK_TIMEOUT,
-    "FLUSH_SLAVE_TIMEOUT": ResponseCode.FLUSH_SLAVE_TIMEOUT,
-    "SLAVE_NOT_AVAILABLE": ResponseCode.SLAVE_NOT_AVAILABLE,
-}
 
 
 class _BrokerFields:
@@ -172,14 +138,7 @@ class SendProcessor:
         # processor's whole life (a restarted app registers new ones): read through the app's property
         # (an interpreted call) once, at the first send.
         self._store: MessageStore | None = None
-        # Group-commit outcomes handed over by the flusher thread, resolved on the loop in one callback
-        # per flush round (not one cross-thread wake-up per waiting message).
-        self._flushed: list[tuple[asyncio.Future[bool], bool]] = []
-        self._flushed_lock = threading.Lock()
-        # syncFlushTimeout backstop (the flusher may be stuck in fdatasync and unable to time requests
-        # out itself): waits in arrival order, so deadlines ascend; one timer at the oldest deadline.
-        self._flush_waits: collections.deque[tuple[float, asyncio.Future[bool]]] = collections.deque()
-        self._flush_timer: asyncio.TimerHandle | None = None
+        self._waits = SendWaits(app)  # the flush and slave waits (send_waits.py)
         self._group_commit: FlushWaits[Later] | None = None  # SYNC_FLUSH without a slave to wait for
         # What a send reads of the broker config, re-read when the config changed (its generation).
         self._fields = _BrokerFields(app.config)
@@ -464,10 +423,9 @@ class SendProcessor:
         status = result.status
         code: int = _SUCCESS
         if status is not PutMessageStatus.PUT_OK:  # (an enum's .name is a Python property: only here)
-            stored_code = _STORED_CODES.get(status.name)
+            stored_code = STORED_CODES.get(status.name)
             if stored_code is None:
-                err_code, remark = _PUT_ERRORS.get(status.name, (ResponseCode.SYSTEM_ERROR, status.name))
-                raise BadRequest(err_code, remark)
+                raise BadRequest(*put_refusal(status.name, (store or app.store).config))
             code = stored_code
         # Counted once stored (RocketMQ counts before the flush/replication wait, under the stored topic).
         self._stats.put(topic, result.msg_num, result.wrote_bytes)
@@ -478,7 +436,9 @@ class SendProcessor:
                 sync_flush = self._sync_flush = (store or app.store).config.flush_disk_type == _SYNC_FLUSH
             if later and not sync_master and sync_flush:
                 # The group commit answers it (flush_waits.py): no coroutine or Task per send.
-                waits = self._flush_waits_for()
+                waits = self._group_commit  # (held here: a native read per send)
+                if waits is None:
+                    waits = self._group_commit = self._waits.group_commit()
                 answer = self._response(code, result, queue_id)
                 return waits.add(
                     result.end_offset,
@@ -489,26 +449,8 @@ class SendProcessor:
                 return self._respond_after_wait(result, queue_id)
         return self._response(code, result, queue_id)
 
-    def _flush_waits_for(self) -> FlushWaits[Later]:
-        waits = self._group_commit
-        if waits is None:
-            flusher = self.app.store.flusher
-            assert flusher is not None, "the store is loaded before the broker serves"
-            timeout = self.app.store.config.sync_flush_timeout
-            waits = self._group_commit = FlushWaits(
-                asyncio.get_running_loop(), flusher, timeout, Later, answer_together
-            )
-        return waits
-
     async def _respond_after_wait(self, result: PutMessageResult, queue_id: int) -> RemotingCommand:
-        app = self.app
-        code: int = _SUCCESS
-        if app.store.config.sync_flush:
-            flushed = await self.wait_flush(result.end_offset)
-            if not flushed:
-                code = ResponseCode.FLUSH_DISK_TIMEOUT
-        if code == _SUCCESS and self._config.broker_role == "SYNC_MASTER":
-            code = await app.replication.wait_replicated(result.end_offset)
+        code = await self._waits.code_after_wait(result.end_offset)
         return self._response(code, result, queue_id)
 
     def _broker_fields(self) -> _BrokerFields:
@@ -536,56 +478,7 @@ class SendProcessor:
             },
         )
 
-    async def wait_flush(self, end_offset: int) -> bool:
-        """Group commit: the flusher thread calls back once the commit log is flushed past `end_offset`."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
-        flushed = self._flushed
-        lock = self._flushed_lock
-
-        def done(ok: bool) -> None:
-            with lock:
-                first = not flushed
-                flushed.append((future, ok))
-            if first:
-                loop.call_soon_threadsafe(self._resolve_flushed)
-
-        self.app.store.request_flush(end_offset, done)
-        if future.done():
-            return future.result()
-        # The send waits at most syncFlushTimeout (fact sheet 6.8), as RocketMQ's put thread does: a flush
-        # that cannot finish in time answers FLUSH_DISK_TIMEOUT (the message stays stored).
-        deadline = loop.time() + self.app.store.config.sync_flush_timeout / 1000
-        self._flush_waits.append((deadline, future))
-        if self._flush_timer is None:
-            self._flush_timer = loop.call_at(deadline, self._expire_flush_waits)
-        return await future
-
-    def _expire_flush_waits(self) -> None:
-        """Answer False to the waits past their deadline; re-arm at the oldest one still waiting."""
-        self._flush_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time() + 0.001  # call_at may fire up to the clock resolution early
-        waits = self._flush_waits
-        while waits and (waits[0][1].done() or waits[0][0] <= now):
-            _, future = waits.popleft()
-            _resolve(future, False)
-        if waits:
-            self._flush_timer = loop.call_at(waits[0][0], self._expire_flush_waits)
-
-    def _resolve_flushed(self) -> None:
-        with self._flushed_lock:
-            outcomes = self._flushed[:]
-            self._flushed.clear()
-        for future, ok in outcomes:
-            _resolve(future, ok)
-
     # ---------------------------------------------------------------------------------- send back
     async def process_send_back(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """CONSUMER_SEND_MSG_BACK (processors/send_back.py): to %RETRY%group or %DLQ%group."""
         return await send_back(self, request)
-
-
-def _resolve(future: asyncio.Future[bool], ok: bool) -> None:
-    if not future.done():
-        future.set_result(ok)
