@@ -24,6 +24,7 @@ from orbitmq.common.errors import BrokerError
 from orbitmq.protocol.bodies import (
     ConsumerConnection,
     ConsumeStats,
+    GroupList,
     KVTable,
     ResetOffsetBody,
     SubscriptionGroupConfig,
@@ -113,6 +114,11 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
     async def broker_runtime_info(self, addr: str) -> dict[str, str]:
         resp = await self._call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return dict(KVTable.from_json(resp.body_bytes()).table) if resp.body_length else {}
+
+    async def topic_consumer_groups(self, addr: str, topic: str) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume `topic` on the broker at `addr`."""
+        resp = await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        return list(GroupList.from_json(resp.body_bytes()).group_list)
 
     async def broker_config(self, addr: str) -> dict[str, str]:
         resp = await self._call(addr, RequestCode.GET_BROKER_CONFIG)

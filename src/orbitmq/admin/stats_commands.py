@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any
 from orbitmq.admin.registry import Report, broker_or_cluster, command, parse_bool
 from orbitmq.admin.table import format_table, format_timestamp
 from orbitmq.common.errors import BrokerError, OrbitError
-from orbitmq.protocol.bodies import GroupList
-from orbitmq.protocol.codes import RequestCode
 
 if TYPE_CHECKING:
     from orbitmq.admin.api import AdminClient
@@ -108,10 +106,9 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Report:
         groups: set[str] = set()
         for addr in masters:
             try:
-                resp = await admin._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+                groups.update(await admin.topic_consumer_groups(addr, topic))
             except BrokerError:
                 continue
-            groups.update(GroupList.from_json(resp.body_bytes()).group_list)
         if not groups and (not args.active or in_day > 0):
             rows.append((topic, "", 0, f"{in_tps:.2f}", "", in_day, "NO_CONSUMER"))
         for group in sorted(groups):

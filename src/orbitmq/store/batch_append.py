@@ -386,7 +386,7 @@ def dispatch_run(dispatcher: Dispatcher, run: AppendedRun) -> None:
         max_offset = cq.max_offset
         for listener in dispatcher.listeners:
             for tag in run.tags_codes:
-                Dispatcher._notify(listener, topic, queue_id, max_offset, tag)
+                Dispatcher.notify(listener, topic, queue_id, max_offset, tag)
 
 
 __all__ = [

@@ -266,12 +266,10 @@ class Dispatcher:
                 tags = {e[2] for e in entries} if len(entries) > 1 else (entries[0][2],)
                 for listener in self.listeners:
                     for tag in tags:
-                        self._notify(listener, topic, queue_id, max_offset, tag)
+                        self.notify(listener, topic, queue_id, max_offset, tag)
 
     @staticmethod
-    def _notify(
-        listener: ArrivalListener, topic: str, queue_id: int, max_offset: int, tags_code: int
-    ) -> None:
+    def notify(listener: ArrivalListener, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
         # The append already happened: a failing listener must not turn it into a failed put.
         try:
             listener(topic, queue_id, max_offset, tags_code)
@@ -310,7 +308,7 @@ class Dispatcher:
         if cq is not None:
             max_offset = cq.max_offset
             for listener in self.listeners:
-                self._notify(listener, r.topic, r.queue_id, max_offset, r.tags_code)
+                self.notify(listener, r.topic, r.queue_id, max_offset, r.tags_code)
 
     def _warn_invalid(self, offset: int) -> None:
         if offset != self._warned_at:

@@ -92,7 +92,7 @@ class IndexFile:
     def is_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def _write_header(self) -> None:
+    def write_header(self) -> None:
         _HEADER.pack_into(
             self.mm,
             0,
@@ -133,7 +133,7 @@ class IndexFile:
         # The header is written when the file fills, is flushed or closed (not per key): after a crash
         # only files covered by the checkpoint are kept, and those were full and flushed.
         if index + 1 >= self.index_num:
-            self._write_header()
+            self.write_header()
         self.flushed = False
         return True
 
@@ -174,7 +174,7 @@ class IndexFile:
         if i > start:
             self.index_count = index
             if index >= index_num:
-                self._write_header()
+                self.write_header()
             self.flushed = False
         return i
 
@@ -222,7 +222,7 @@ class IndexFile:
         self.end_phy_offset = offsets[i - 1]
         self.end_timestamp = store_timestamp
         if index >= index_num:
-            self._write_header()
+            self.write_header()
         self.flushed = False
         return i
 
@@ -254,13 +254,13 @@ class IndexFile:
             index = prev
 
     def flush(self) -> None:
-        self._write_header()
+        self.write_header()
         os.fdatasync(self.fd)
         self.flushed = True
 
     def close(self) -> None:
         if not self.mm.closed:
-            self._write_header()
+            self.write_header()
         close_mapping(self.mm, self.fd)
 
     def destroy(self) -> None:

@@ -162,7 +162,7 @@ class KeyIndex:
                 f.begin_phy_offset = f.end_phy_offset = prev.end_phy_offset
             if prev.end_timestamp > 0:
                 f.begin_timestamp = f.end_timestamp = prev.end_timestamp
-            f._write_header()
+            f.write_header()
         return f
 
     def _file_with_room(self) -> IndexFile:

@@ -130,8 +130,8 @@ def test_put_batch_writes_the_same_index_as_put(tmp_path: Path, index_num: int) 
         many.put_batch(items[start : start + 7])
     assert len(one.files) == len(many.files) > (1 if index_num == 5 else 0)
     for a, b in zip(one.files, many.files, strict=True):
-        a._write_header()
-        b._write_header()
+        a.write_header()
+        b.write_header()
         assert a.mm[:] == b.mm[:]
     for topic, keys, offset, _ in items[-3:]:
         for key in keys:

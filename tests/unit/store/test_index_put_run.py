@@ -21,7 +21,7 @@ runs = st.lists(
 
 def _files(index: KeyIndex) -> list[bytes]:
     for f in index.files:
-        f._write_header()
+        f.write_header()
     return [bytes(f.mm) for f in index.files]
 
 

@@ -68,7 +68,7 @@ async def process_reply(
     born_timestamp, flag, properties_text, reconsume_times = header[6:10]
     if app.config.is_slave:
         raise BadRequest(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden")
-    tc = sender._check_topic(  # the send path's topic checks and auto-creation
+    tc = sender.check_topic(  # the send path's topic checks and auto-creation
         conn,
         topic=topic,
         default_topic=default_topic,

@@ -185,7 +185,7 @@ class SendProcessor:
             raise BadRequest(
                 ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is forbidden"
             )
-        topic_check = self._check_topic(
+        topic_check = self.check_topic(
             conn,
             topic=topic,
             default_topic=default_topic,
@@ -304,7 +304,7 @@ class SendProcessor:
             result = store.put_message(msg)
         return self.respond(result, wait, queue_id, topic, store, later=True)
 
-    def _check_topic(
+    def check_topic(
         self,
         conn: Connection,
         *,

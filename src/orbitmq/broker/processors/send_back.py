@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from orbitmq.broker.processors.base import BadRequest, Fields, success
 from orbitmq.broker.topics import dlq_topic, retry_topic
@@ -21,15 +21,33 @@ from orbitmq.message.validation import TOPIC_MAX_LENGTH
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
+from orbitmq.store.results import PutMessageResult
 from orbitmq.store.store_message import StoreMessage
 
 if TYPE_CHECKING:
-    from orbitmq.broker.processors.send import SendProcessor
+    from orbitmq.broker.context import BrokerContext
+    from orbitmq.transport.dispatch import Later
 
 V3_4_9 = 121
 
 
-async def send_back(sender: SendProcessor, request: RemotingCommand) -> RemotingCommand:
+class Sender(Protocol):
+    """What a send-back needs of the send processor (send.py's SendProcessor): the store append's
+    delay-level redirect and its answer, so both paths answer alike."""
+
+    @property
+    def app(self) -> BrokerContext: ...
+
+    def redirect_delayed(
+        self, topic: str, queue_id: int, sys_flag: int, props: dict[str, str]
+    ) -> tuple[str, int]: ...
+
+    def respond(
+        self, result: PutMessageResult, wait: bool, queue_id: int, topic: str
+    ) -> RemotingCommand | Later | Awaitable[RemotingCommand]: ...
+
+
+async def send_back(sender: Sender, request: RemotingCommand) -> RemotingCommand:
     """A consumer gives a message back: to %RETRY%group with a delay level, or to %DLQ%group."""
     app = sender.app
     f = Fields(request.ext_fields)
