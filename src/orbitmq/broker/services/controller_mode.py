@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -25,7 +25,7 @@ from orbitmq.replication.epoch_file import FILE_NAME, EpochFile, agree_with_mast
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
-    from orbitmq.broker.services.replication import ReplicationService
+    from orbitmq.replication.master import HAService
     from orbitmq.transport.connection import Connection
 
 log = logging.getLogger("orbitmq.broker")
@@ -39,8 +39,24 @@ class ControllerUnavailable(RuntimeError):
     """No controller answered as the leader."""
 
 
+class Replication(Protocol):
+    """What controller mode drives of the broker's replication (services/replication.py)."""
+
+    @property
+    def ha(self) -> HAService | None: ...
+
+    @property
+    def awaiting_master(self) -> bool: ...
+
+    async def become_master(self) -> None: ...
+
+    async def become_slave(self, master_address: str) -> None: ...
+
+    def expect_master(self, master_address: str) -> None: ...
+
+
 class ControllerMode:
-    def __init__(self, app: BrokerContext, replication: ReplicationService) -> None:
+    def __init__(self, app: BrokerContext, replication: Replication) -> None:
         self.app = app
         self.replication = replication
         c = app.config
