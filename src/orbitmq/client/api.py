@@ -73,6 +73,12 @@ def _ext(**fields: object) -> dict[str, str]:
     return out
 
 
+def _queue_ext(group: str, mq: MessageQueue, **fields: object) -> dict[str, str]:
+    """`_ext` of a request about one queue of a group: the group, the queue's topic and id, `fields`,
+    and the broker name last (the order Java writes)."""
+    return _ext(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, **fields, bname=mq.broker_name)
+
+
 def mq_to_json(mq: MessageQueue) -> dict[str, object]:
     return {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}
 
@@ -211,10 +217,9 @@ class MQClientAPI:
         expression_type: str | None,
         timeout: float,
     ) -> PullResult:
-        header = _ext(
-            consumerGroup=group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
+        header = _queue_ext(
+            group,
+            mq,
             queueOffset=offset,
             maxMsgNums=max_nums,
             sysFlag=sys_flag,
@@ -223,7 +228,6 @@ class MQClientAPI:
             subscription=subscription,
             subVersion=sub_version,
             expressionType=expression_type,
-            bname=mq.broker_name,
         )
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), timeout)
         status = _PULL_STATUS.get(resp.code)  # type: ignore[call-overload]
@@ -267,7 +271,7 @@ class MQClientAPI:
     # ---- offsets ----------------------------------------------------------------------------
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
-        header = _ext(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
+        header = _queue_ext(group, mq)
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header))
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             raise OffsetNotFoundError(resp.code, resp.remark, address=addr)
@@ -277,13 +281,7 @@ class MQClientAPI:
     async def update_consumer_offset(
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = True
     ) -> None:
-        header = _ext(
-            consumerGroup=group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
-            commitOffset=offset,
-            bname=mq.broker_name,
-        )
+        header = _queue_ext(group, mq, commitOffset=offset)
         request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=oneway)
         if oneway:
             await self.remoting.invoke_oneway(addr, request)
