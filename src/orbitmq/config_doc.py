@@ -146,6 +146,26 @@ _SPARK_SINK = {
 _BOTH_SERVERS = frozenset({BROKER_CONF, NAMESRV_CONF})
 
 # The registry: every class whose fields are settings, by where they are written. Add a class here.
+
+
+def _keywords_section(title: str, cls: type, intro: str) -> Section:
+    """A section of a client class's Python keyword arguments: the field names are the keys."""
+    return Section(
+        f"{title} ({cls.__name__})",
+        intro,
+        frozenset({cls.__name__}),
+        (Documented(cls, lambda name: name),),
+        _named_in_doc,
+        python_values=True,
+    )
+
+
+def _options_section(title: str, cls: type, users: str) -> Section:
+    """The options of a producer or consumer class, taken as keywords or as one options object."""
+    intro = f"Keyword arguments of {users} (asyncio and blocking), or one `options={cls.__name__}(...)`."
+    return _keywords_section(title, cls, intro)
+
+
 SECTIONS: tuple[Section, ...] = (
     Section(
         "Broker (broker.conf)",
@@ -207,42 +227,15 @@ SECTIONS: tuple[Section, ...] = (
         ),
         lambda key, _doc: key,
     ),
-    Section(
-        "Client instance (ClientConfig)",
+    _keywords_section(
+        "Client instance",
+        ClientConfig,
         "What every producer and consumer of one client instance shares: `ClientConfig(...)` keyword "
         "arguments, passed as `config=`.",
-        frozenset({"ClientConfig"}),
-        (Documented(ClientConfig, lambda name: name),),
-        _named_in_doc,
-        python_values=True,
     ),
-    Section(
-        "Producer options (ProducerOptions)",
-        "Keyword arguments of `Producer` and `TransactionProducer` (asyncio and blocking), or one "
-        "`options=ProducerOptions(...)`.",
-        frozenset({"ProducerOptions"}),
-        (Documented(ProducerOptions, lambda name: name),),
-        _named_in_doc,
-        python_values=True,
-    ),
-    Section(
-        "Push consumer options (PushConsumerOptions)",
-        "Keyword arguments of `PushConsumer` (asyncio and blocking), or one "
-        "`options=PushConsumerOptions(...)`.",
-        frozenset({"PushConsumerOptions"}),
-        (Documented(PushConsumerOptions, lambda name: name),),
-        _named_in_doc,
-        python_values=True,
-    ),
-    Section(
-        "Lite pull consumer options (LitePullConsumerOptions)",
-        "Keyword arguments of `LitePullConsumer` (asyncio and blocking), or one "
-        "`options=LitePullConsumerOptions(...)`.",
-        frozenset({"LitePullConsumerOptions"}),
-        (Documented(LitePullConsumerOptions, lambda name: name),),
-        _named_in_doc,
-        python_values=True,
-    ),
+    _options_section("Producer options", ProducerOptions, "`Producer` and `TransactionProducer`"),
+    _options_section("Push consumer options", PushConsumerOptions, "`PushConsumer`"),
+    _options_section("Lite pull consumer options", LitePullConsumerOptions, "`LitePullConsumer`"),
     Section(
         "Spark source options",
         '`spark.read.format("orbitmq").option(KEY, VALUE)` (and readStream); names are case-insensitive.',

@@ -11,19 +11,14 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from orbitmq.protocol.bodies_client import SubscriptionFields
+
 if TYPE_CHECKING:  # the SQL92 parser is imported when a SQL92 subscription first arrives
     from orbitmq.protocol.sql92 import Selector
 
 
 @dataclass(slots=True)
-class Subscription:
-    topic: str
-    sub_string: str = "*"
-    tags_set: list[str] = field(default_factory=list)
-    code_set: list[int] = field(default_factory=list)
-    sub_version: int = 0
-    expression_type: str = "TAG"
-    class_filter_mode: bool = False
+class Subscription(SubscriptionFields):
     # The compiled SQL92 selector (broker/sql_filter.py), None for TAG subscriptions.
     selector: Selector | None = field(default=None, compare=False, repr=False)
 
@@ -34,17 +29,6 @@ class Subscription:
         code = tags_code & 0xFFFFFFFF
         code = code - (1 << 32) if code >= 1 << 31 else code  # compare as Java (int) tagsCode
         return code in self.code_set
-
-    def to_json_dict(self) -> dict[str, object]:
-        return {
-            "classFilterMode": self.class_filter_mode,
-            "codeSet": list(self.code_set),
-            "expressionType": self.expression_type,
-            "subString": self.sub_string,
-            "subVersion": self.sub_version,
-            "tagsSet": list(self.tags_set),
-            "topic": self.topic,
-        }
 
 
 @dataclass(slots=True)

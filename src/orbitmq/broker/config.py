@@ -30,6 +30,7 @@ from orbitmq.protocol.config_values import (
 from orbitmq.protocol.properties_text import decode_properties_text, rewrite_properties_text
 from orbitmq.protocol.rocketmq_config_keys import BROKER_KEYS, NETTY_SERVER_KEYS
 from orbitmq.store.config import STORE_KINDS
+from orbitmq.transport.limits import ServerLimitFields
 
 log = logging.getLogger("orbitmq.broker.config")
 ROCKETMQ_BROKER_KEYS = BROKER_KEYS | NETTY_SERVER_KEYS
@@ -55,7 +56,7 @@ def _default_broker_name() -> str:
 
 
 @dataclass(slots=True)
-class BrokerConfig:
+class BrokerConfig(ServerLimitFields):
     """The broker's settings. Keys the store reads too (storePathRootDir, flushDiskType, ...) are
     described here; the store's own in store/config.py; serverMax* in transport/limits.py."""
 
@@ -197,13 +198,6 @@ class BrokerConfig:
     """orbitmq's own: milliseconds between two retention checks (RocketMQ's cleanResourceInterval)."""
     filter_expression_max_depth: int = 100
     """orbitmq's own: the deepest nesting a SQL92 subscription may have."""
-    server_max_frame_size: int = 16 * 1024 * 1024
-    server_max_header_size: int = 512 * 1024
-    server_max_ext_fields: int = 1024
-    server_max_connections: int = 4096
-    server_max_inflight_per_connection: int = 4096
-    server_turn_budget_millis: int = 5
-    server_max_unsupported_logged: int = 4096
     server_channel_max_idle_time_seconds: int = 120
     """Seconds a connection may go without traffic before the broker closes it; 0 = never."""
     server_busy_poll_micros: int = 0

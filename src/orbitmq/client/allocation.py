@@ -41,18 +41,28 @@ def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[s
     return current_cid in cid_all
 
 
-class AllocateAveragely:
-    """`AVG` (the default): contiguous blocks; the first n % c consumers get one queue more."""
-
-    name = "AVG"
+class _SplitByIndex:
+    """A strategy that splits the queues by the consumer's place in the sorted id list: `_take` gets that
+    index, the queues and how many consumers there are, once RocketMQ's precondition holds."""
 
     def allocate(
         self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> list[MessageQueue]:
         if not _check(current_cid, mq_all, cid_all):
             return []
-        n, c = len(mq_all), len(cid_all)
-        index = list(cid_all).index(current_cid)
+        return self._take(list(cid_all).index(current_cid), mq_all, len(cid_all))
+
+    def _take(self, index: int, mq_all: Sequence[MessageQueue], consumers: int) -> list[MessageQueue]:
+        raise NotImplementedError
+
+
+class AllocateAveragely(_SplitByIndex):
+    """`AVG` (the default): contiguous blocks; the first n % c consumers get one queue more."""
+
+    name = "AVG"
+
+    def _take(self, index: int, mq_all: Sequence[MessageQueue], consumers: int) -> list[MessageQueue]:
+        n, c = len(mq_all), consumers
         mod = n % c
         if n <= c:
             average = 1
@@ -65,18 +75,13 @@ class AllocateAveragely:
         return [mq_all[(start + k) % n] for k in range(max(count, 0))]
 
 
-class AllocateAveragelyByCircle:
+class AllocateAveragelyByCircle(_SplitByIndex):
     """`AVG_BY_CIRCLE`: queues dealt round robin, consumer i takes queues i, i + c, i + 2c, ..."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
-    ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
-        index = list(cid_all).index(current_cid)
-        return list(mq_all[index :: len(cid_all)])
+    def _take(self, index: int, mq_all: Sequence[MessageQueue], consumers: int) -> list[MessageQueue]:
+        return list(mq_all[index::consumers])
 
 
 def md5_hash(key: str) -> int:
@@ -132,7 +137,7 @@ class AllocateByConfig:
         return list(self.message_queues)
 
 
-class AllocateByMachineRoom:
+class AllocateByMachineRoom(_SplitByIndex):
     """`MACHINE_ROOM`: only queues of brokers named `<idc>@<name>` with idc in `consumer_idcs`, split
     in blocks of |P| // c, the remainder dealt one each to the first consumers."""
 
@@ -141,21 +146,16 @@ class AllocateByMachineRoom:
     def __init__(self, consumer_idcs: set[str]) -> None:
         self.consumer_idcs = set(consumer_idcs)
 
-    def allocate(
-        self, group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
-    ) -> list[MessageQueue]:
-        if not _check(current_cid, mq_all, cid_all):
-            return []
-        index = list(cid_all).index(current_cid)
+    def _take(self, index: int, mq_all: Sequence[MessageQueue], consumers: int) -> list[MessageQueue]:
         premium = []
         for mq in mq_all:
             parts = mq.broker_name.split("@")
             if len(parts) == 2 and parts[0] in self.consumer_idcs:
                 premium.append(mq)
-        mod, rem = divmod(len(premium), len(cid_all))
+        mod, rem = divmod(len(premium), consumers)
         result = premium[index * mod : index * mod + mod]
         if rem > index:
-            result.append(premium[index + mod * len(cid_all)])
+            result.append(premium[index + mod * consumers])
         return result
 
 

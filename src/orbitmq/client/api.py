@@ -63,13 +63,22 @@ FLAG_CLASS_FILTER = 0x8
 FLAG_LITE_PULL_MESSAGE = 0x10
 
 
-def _ext(**fields: object) -> dict[str, str]:
-    """Ext fields as Java writes them: None omitted, booleans lowercase, everything else str()."""
-    out: dict[str, str] = {}
+def _ext(group_queue: tuple[str, MessageQueue] | None = None, /, **fields: object) -> dict[str, str]:
+    """Ext fields as Java writes them: None omitted, booleans lowercase, everything else str(). With
+    `group_queue` (a request about one queue of a group): consumerGroup, topic and queueId first, bname
+    last, as Java orders them."""
+    out: dict[str, str]
+    if group_queue is None:
+        out = {}
+    else:
+        group, mq = group_queue
+        out = {"consumerGroup": group, "topic": mq.topic, "queueId": str(mq.queue_id)}
     for key, value in fields.items():
         if value is None:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if group_queue is not None:
+        out["bname"] = group_queue[1].broker_name
     return out
 
 
@@ -212,9 +221,7 @@ class MQClientAPI:
         timeout: float,
     ) -> PullResult:
         header = _ext(
-            consumerGroup=group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
+            (group, mq),
             queueOffset=offset,
             maxMsgNums=max_nums,
             sysFlag=sys_flag,
@@ -223,7 +230,6 @@ class MQClientAPI:
             subscription=subscription,
             subVersion=sub_version,
             expressionType=expression_type,
-            bname=mq.broker_name,
         )
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), timeout)
         status = _PULL_STATUS.get(resp.code)  # type: ignore[call-overload]
@@ -267,7 +273,7 @@ class MQClientAPI:
     # ---- offsets ----------------------------------------------------------------------------
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
-        header = _ext(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
+        header = _ext((group, mq))
         resp = await self.invoke(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, header))
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             raise OffsetNotFoundError(resp.code, resp.remark, address=addr)
@@ -277,13 +283,7 @@ class MQClientAPI:
     async def update_consumer_offset(
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = True
     ) -> None:
-        header = _ext(
-            consumerGroup=group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
-            commitOffset=offset,
-            bname=mq.broker_name,
-        )
+        header = _ext((group, mq), commitOffset=offset)
         request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=oneway)
         if oneway:
             await self.remoting.invoke_oneway(addr, request)

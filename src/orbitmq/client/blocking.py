@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable, Sequence
-from typing import Any, Unpack
+from typing import Any
 
 from orbitmq.client import aio
 from orbitmq.client.aio import (
@@ -33,8 +33,8 @@ from orbitmq.client.aio import (
 from orbitmq.client.async_handoff import AsyncHandoff
 from orbitmq.client.blocking_consumers import LitePullConsumer, PushConsumer
 from orbitmq.client.direct_send import DirectSender
+from orbitmq.client.facade import takes_arguments_of
 from orbitmq.client.loop_thread import client_loop, shutdown_loop
-from orbitmq.client.options import ProducerKeywords, ProducerOptions
 from orbitmq.client.send_path import Attempt
 from orbitmq.message.model import Message, MessageExt, MessageQueue
 
@@ -68,15 +68,9 @@ __all__ = [
 class Producer:
     """Blocking producer; see `orbitmq.client.aio.Producer` for the arguments."""
 
-    def __init__(
-        self,
-        group: str = "DEFAULT_PRODUCER",
-        namesrv_addrs: str | Sequence[str] | None = None,
-        *,
-        options: ProducerOptions | None = None,
-        **keywords: Unpack[ProducerKeywords],
-    ) -> None:
-        self._aio = aio.Producer(group, namesrv_addrs, options=options, **keywords)
+    @takes_arguments_of(aio.Producer)
+    def __init__(self, producer: aio.Producer) -> None:
+        self._aio = producer
         self._direct = DirectSender(self._aio.path)
         self._handoff: AsyncHandoff | None = None
 
@@ -222,19 +216,10 @@ class TransactionProducer(Producer):
     """Blocking transaction producer; see `orbitmq.client.transaction_producer.TransactionProducer`.
     The listener's methods may be plain functions (run on a worker thread) or coroutine functions."""
 
-    def __init__(
-        self,
-        group: str = "DEFAULT_PRODUCER",
-        namesrv_addrs: str | Sequence[str] | None = None,
-        *,
-        listener: TransactionListener,
-        options: ProducerOptions | None = None,
-        **keywords: Unpack[ProducerKeywords],
-    ) -> None:
-        self._tx = aio.TransactionProducer(
-            group, namesrv_addrs, listener=listener, options=options, **keywords
-        )
-        self._aio = self._tx
+    @takes_arguments_of(aio.TransactionProducer)
+    def __init__(self, producer: aio.TransactionProducer) -> None:
+        self._tx = producer
+        self._aio = producer
         self._direct = DirectSender(self._tx.path)
         self._handoff = None
 

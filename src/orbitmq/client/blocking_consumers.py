@@ -4,18 +4,13 @@ the consumer's thread pool (on the loop when it is a coroutine function)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, Self, TypeVar, Unpack
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, Self, TypeVar
 
 from orbitmq.client import aio
+from orbitmq.client.consumer_base import ConsumerBase
+from orbitmq.client.facade import forwarded, takes_arguments_of
 from orbitmq.client.loop_thread import client_loop
-from orbitmq.client.options import (
-    LitePullConsumerKeywords,
-    LitePullConsumerOptions,
-    PushConsumerKeywords,
-    PushConsumerOptions,
-)
-from orbitmq.client.subscription import MessageSelector
 from orbitmq.message.model import MessageExt, MessageQueue
 
 Consumer = TypeVar("Consumer", aio.PushConsumer, aio.LitePullConsumer)
@@ -35,17 +30,8 @@ class _BlockingConsumer(Generic[Consumer]):
     def aio(self) -> Consumer:
         return self._aio
 
-    def subscribe(
-        self,
-        topic: str,
-        expression: str | MessageSelector | None = "*",
-        *,
-        expression_type: str | None = None,
-    ) -> None:
-        self._aio.subscribe(topic, expression, expression_type=expression_type)
-
-    def unsubscribe(self, topic: str) -> None:
-        self._aio.unsubscribe(topic)
+    subscribe = forwarded(ConsumerBase.subscribe)
+    unsubscribe = forwarded(ConsumerBase.unsubscribe)
 
     def start(self) -> None:
         client_loop().run(self._aio.start())
@@ -64,15 +50,9 @@ class _BlockingConsumer(Generic[Consumer]):
 class PushConsumer(_BlockingConsumer[aio.PushConsumer]):
     """Blocking push consumer; see `orbitmq.client.aio.PushConsumer` for the arguments."""
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addrs: str | Sequence[str] | None = None,
-        *,
-        options: PushConsumerOptions | None = None,
-        **keywords: Unpack[PushConsumerKeywords],
-    ) -> None:
-        super().__init__(aio.PushConsumer(group, namesrv_addrs, options=options, **keywords))
+    @takes_arguments_of(aio.PushConsumer)
+    def __init__(self, consumer: aio.PushConsumer) -> None:
+        super().__init__(consumer)
 
     def register_listener(self, listener: Callable[..., Any], *, orderly: bool = False) -> None:
         self._aio.register_listener(listener, orderly=orderly)
@@ -100,15 +80,9 @@ class PushConsumer(_BlockingConsumer[aio.PushConsumer]):
 class LitePullConsumer(_BlockingConsumer[aio.LitePullConsumer]):
     """Blocking lite-pull consumer; see `orbitmq.client.aio.LitePullConsumer` for the arguments."""
 
-    def __init__(
-        self,
-        group: str,
-        namesrv_addrs: str | Sequence[str] | None = None,
-        *,
-        options: LitePullConsumerOptions | None = None,
-        **keywords: Unpack[LitePullConsumerKeywords],
-    ) -> None:
-        super().__init__(aio.LitePullConsumer(group, namesrv_addrs, options=options, **keywords))
+    @takes_arguments_of(aio.LitePullConsumer)
+    def __init__(self, consumer: aio.LitePullConsumer) -> None:
+        super().__init__(consumer)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
         client_loop().run(self._aio.assign(list(mqs)))

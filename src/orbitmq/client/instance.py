@@ -327,7 +327,9 @@ class ClientInstance:
                 if addr is None:
                     continue
                 try:
-                    await self.api.check_client_config(addr, self.client_id, consumer.group, sub.to_body())
+                    await self.api.check_client_config(
+                        addr, self.client_id, consumer.group, sub.to_json_dict()
+                    )
                 except BrokerError as exc:
                     raise ClientError(
                         f"the broker {bd.broker_name} ({addr}) refused the {sub.expression_type} "
@@ -351,7 +353,7 @@ class ClientInstance:
                 "consumeType": c.consume_type.value,
                 "groupName": c.group,
                 "messageModel": c.message_model.value,
-                "subscriptionDataSet": [s.to_body() for s in c.subscriptions()],
+                "subscriptionDataSet": [s.to_json_dict() for s in c.subscriptions()],
                 "unitMode": False,
             }
             for c in self.consumers.values()

@@ -166,7 +166,7 @@ async def running_info(consumer: PushConsumerView, extra: dict[str, str], *, jst
     body["mqTable"] = mq_table
     body["properties"] = dict(sorted(props.items()))
     body["statusTable"] = {s.topic: consumer.consumer_stats.status(s.topic) for s in sorted(subs, key=_topic)}
-    body["subscriptionSet"] = [s.to_body() for s in sorted(subs, key=_topic)]
+    body["subscriptionSet"] = [s.to_json_dict() for s in sorted(subs, key=_topic)]
     return java_json.dumps(body, string_keys=False)
 
 
@@ -197,7 +197,7 @@ async def lite_pull_running_info(consumer: LitePullConsumerView, extra: dict[str
         "mqTable": {},
         "properties": {k: str(v) for k, v in sorted(props.items())},
         "statusTable": {},
-        "subscriptionSet": [s.to_body() for s in subs],
+        "subscriptionSet": [s.to_json_dict() for s in subs],
     }
     return java_json.dumps(body)
 

@@ -1,7 +1,7 @@
 """Subscriptions: tag expressions (`*`, `a || b`) parsed as RocketMQ's FilterAPI does (fact sheet 4.3),
 and SQL92 selectors (`MessageSelector.by_sql`), which the broker evaluates.
 
-`Subscription` is the client's value; `to_body()` turns it into the heartbeat's SubscriptionData.
+`Subscription` is the client's value; `to_json_dict()` turns it into the heartbeat's SubscriptionData.
 Messages are matched twice: the broker filters by tag hash code, the client again by the exact tag
 (`Subscription.matches`), because different tags can share a hash code.
 
@@ -10,10 +10,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from orbitmq.common.errors import ClientError
 from orbitmq.message.hashing import java_string_hash
+from orbitmq.protocol.bodies_client import SubscriptionFields
 
 SUB_ALL = "*"
 EXPRESSION_TAG = "TAG"
@@ -60,14 +61,8 @@ def subscription_of(
 
 
 @dataclass(slots=True)
-class Subscription:
-    topic: str
-    sub_string: str = SUB_ALL
-    tags_set: list[str] = field(default_factory=list)
-    code_set: list[int] = field(default_factory=list)
-    sub_version: int = 0
-    expression_type: str = EXPRESSION_TAG
-    class_filter_mode: bool = False
+class Subscription(SubscriptionFields):
+    """A consumer's subscription; `to_json_dict()` is the heartbeat's SubscriptionData."""
 
     @property
     def is_all(self) -> bool:
@@ -78,18 +73,6 @@ class Subscription:
         if self.expression_type != EXPRESSION_TAG or self.is_all:
             return True
         return tags is not None and tags in self.tags_set
-
-    def to_body(self) -> dict[str, object]:
-        """The heartbeat JSON object (SubscriptionData, properties in fastjson's alphabetical order)."""
-        return {
-            "classFilterMode": self.class_filter_mode,
-            "codeSet": list(self.code_set),
-            "expressionType": self.expression_type,
-            "subString": self.sub_string,
-            "subVersion": self.sub_version,
-            "tagsSet": list(self.tags_set),
-            "topic": self.topic,
-        }
 
 
 def parse_subscription(

@@ -27,6 +27,7 @@ from orbitmq.protocol.config_values import (
 )
 from orbitmq.protocol.properties_text import decode_properties_text
 from orbitmq.protocol.rocketmq_config_keys import NAMESRV_KEYS, NETTY_SERVER_KEYS
+from orbitmq.transport.limits import ServerLimitFields
 
 log = logging.getLogger("orbitmq.namesrv.config")
 ROCKETMQ_NAMESRV_KEYS = NAMESRV_KEYS | NETTY_SERVER_KEYS
@@ -40,7 +41,7 @@ def _home() -> str:
 
 
 @dataclass(slots=True)
-class NamesrvConfig:
+class NamesrvConfig(ServerLimitFields):
     """The nameserver's settings; serverMax* are described with ServerLimits (transport/limits.py)."""
 
     listen_port: int = 9876
@@ -76,13 +77,6 @@ class NamesrvConfig:
     need a request signed by an admin account of aclFile."""
     acl_file: str = "plain_acl.yml"
     """The ACL file (plain_acl.yml); a relative path is relative to namesrv.conf's directory."""
-    server_max_frame_size: int = 16 * 1024 * 1024
-    server_max_header_size: int = 512 * 1024
-    server_max_ext_fields: int = 1024
-    server_max_connections: int = 4096
-    server_max_inflight_per_connection: int = 4096
-    server_turn_budget_millis: int = 5
-    server_max_unsupported_logged: int = 4096
     register_broker_max_inflated_size: int = 32 * 1024 * 1024
     """orbitmq's own: the most bytes a compressed REGISTER_BROKER body may inflate to."""
     extra: dict[str, str] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from orbitmq.common.errors import RemoteProtocolError
 from orbitmq.message.compression import InflateLimitError, inflate_bounded
 from orbitmq.namesrv.route_table import BrokerData, DataVersion, TopicConfigEntry, TopicRoute
 from orbitmq.protocol import java_json
+from orbitmq.protocol.bodies_core import split_compressed_registration
 
 # ---------------------------------------------------------------------------------------- writing
 
@@ -221,36 +222,19 @@ def _decode_compressed(body: bytes, max_inflated: int) -> Registration:
         raise RemoteProtocolError(f"compressed RegisterBrokerBody {exc}") from None
     except zlib.error as exc:
         raise RemoteProtocolError(f"compressed RegisterBrokerBody does not inflate: {exc}") from None
-    pos = 0
-
-    def chunk() -> bytes:
-        nonlocal pos
-        if pos + 4 > len(data):
-            raise RemoteProtocolError("compressed RegisterBrokerBody is truncated")
-        (length,) = _INT.unpack_from(data, pos)
-        pos += 4
-        if length < 0 or pos + length > len(data):
-            raise RemoteProtocolError(f"compressed RegisterBrokerBody has a bad length {length}")
-        piece = data[pos : pos + length]
-        pos += length
-        return piece
-
+    version_json, topic_texts, servers_json = split_compressed_registration(data)
     try:
-        version = decode_data_version(_loads(chunk()))
-        if pos + 4 > len(data):
-            raise RemoteProtocolError("compressed RegisterBrokerBody is truncated")
-        (count,) = _INT.unpack_from(data, pos)
-        pos += 4
+        version = decode_data_version(_loads(version_json))
         configs: dict[str, TopicConfigEntry] = {}
-        for _ in range(count):
-            tokens = chunk().decode().split(" ")
+        for text in topic_texts:
+            tokens = text.decode().split(" ")
             if len(tokens) != 5:
                 raise RemoteProtocolError(f"bad topic config text {' '.join(tokens)!r}")
             name = tokens[0]
             configs[name] = TopicConfigEntry(name, int(tokens[1]), int(tokens[2]), int(tokens[3]))
         servers: list[str] = []
-        if pos < len(data):
-            servers = [str(s) for s in _loads(chunk()) or []]
+        if servers_json is not None:
+            servers = [str(s) for s in _loads(servers_json) or []]
     except (ValueError, UnicodeDecodeError) as exc:
         raise RemoteProtocolError(f"bad compressed RegisterBrokerBody: {exc}") from None
     return Registration(version, configs, servers)

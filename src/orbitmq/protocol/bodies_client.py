@@ -58,6 +58,32 @@ class ExpressionType(StrEnum):
 
 
 @dataclass(slots=True)
+class SubscriptionFields:
+    """The fields of a subscription that both the client (client/subscription.py) and the broker
+    (broker/client_registry.py) hold, and the JSON object they write for it (SubscriptionData,
+    properties in fastjson's alphabetical order)."""
+
+    topic: str
+    sub_string: str = "*"
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)  # Java String.hashCode of each tag
+    sub_version: int = 0
+    expression_type: str = ExpressionType.TAG.value
+    class_filter_mode: bool = False
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "classFilterMode": self.class_filter_mode,
+            "codeSet": list(self.code_set),
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": list(self.tags_set),
+            "topic": self.topic,
+        }
+
+
+@dataclass(slots=True)
 class SubscriptionData(JsonBody):
     topic: str
     sub_string: str = "*"

@@ -313,38 +313,53 @@ class RegisterBrokerBody(JsonBody):
             raw = zlib.decompress(data)
         except zlib.error as exc:
             raise BodyError(f"compressed RegisterBrokerBody: {exc}") from None
-        pos = 0
-
-        def chunk() -> bytes:
-            nonlocal pos
-            if pos + 4 > len(raw):
-                raise BodyError("compressed RegisterBrokerBody is truncated")
-            (length,) = _LEN.unpack_from(raw, pos)
-            pos += 4
-            if length < 0 or pos + length > len(raw):
-                raise BodyError(f"compressed RegisterBrokerBody: bad length {length}")
-            pos += length
-            return raw[pos - length : pos]
-
-        version = DataVersion.from_json(chunk())
-        if pos + 4 > len(raw):
+        version_json, topic_texts, servers_json = split_compressed_registration(raw)
+        if servers_json is None:
             raise BodyError("compressed RegisterBrokerBody is truncated")
-        (count,) = _LEN.unpack_from(raw, pos)
-        pos += 4
-        if count < 0:
-            raise BodyError(f"compressed RegisterBrokerBody: bad topic count {count}")
+        version = DataVersion.from_json(version_json)
         table: dict[str, TopicConfig] = {}
-        for _ in range(count):
+        for piece in topic_texts:
             try:
-                text = chunk().decode()
+                text = piece.decode()
             except UnicodeDecodeError:
                 raise BodyError("compressed RegisterBrokerBody: topic config is not UTF-8") from None
             config = TopicConfig.decode_text(text)
             table[config.topic_name] = config
         try:
-            servers = java_json.loads(chunk())
+            servers = java_json.loads(servers_json)
         except ValueError as exc:
             raise BodyError(f"compressed RegisterBrokerBody filter servers: {exc}") from None
         if not isinstance(servers, list):
             raise BodyError("compressed RegisterBrokerBody filter servers are not an array")
         return cls(TopicConfigSerializeWrapper(table, version), [str_item(s) for s in servers])
+
+
+def split_compressed_registration(raw: bytes) -> tuple[bytes, list[bytes], bytes | None]:
+    """The parts of an inflated compressed RegisterBrokerBody, each framed by a 4-byte length: the
+    data version's JSON, a count and that many topic-config texts, then the filter-server JSON (None
+    when the body ends before it, as an older broker's does)."""
+    pos = 0
+    end = len(raw)
+
+    def length_at() -> int:
+        nonlocal pos
+        if pos + 4 > end:
+            raise BodyError("compressed RegisterBrokerBody is truncated")
+        (value,) = _LEN.unpack_from(raw, pos)
+        pos += 4
+        return int(value)
+
+    def chunk() -> bytes:
+        nonlocal pos
+        length = length_at()
+        if length < 0 or pos + length > end:
+            raise BodyError(f"compressed RegisterBrokerBody: bad length {length}")
+        pos += length
+        return raw[pos - length : pos]
+
+    version = chunk()
+    count = length_at()
+    if count < 0:
+        raise BodyError(f"compressed RegisterBrokerBody: bad topic count {count}")
+    texts = [chunk() for _ in range(count)]
+    return version, texts, chunk() if pos < end else None

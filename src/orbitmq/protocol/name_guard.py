@@ -31,6 +31,11 @@ _V2_CODES: Final = frozenset(
 # the module dict per request.
 _VALID_TOPICS: Final = valid_topics
 _VALID_GROUPS: Final = valid_groups
+# Every name key with the cache and the check of its kind, topics first (the first problem is answered).
+_NAME_KEYS: Final[tuple[tuple[str, dict[str, str], Callable[[str], str | None]], ...]] = tuple(
+    [(key, _VALID_TOPICS, topic_problem) for key in TOPIC_KEYS]
+    + [(key, _VALID_GROUPS, group_problem) for key in GROUP_KEYS]
+)
 
 
 def request_name_problem(code: int, ext: dict[str, str] | None) -> str | None:
@@ -48,16 +53,10 @@ def request_name_problem(code: int, ext: dict[str, str] | None) -> str | None:
             return problem
         group = ext.get("a")
         return None if group is None else _check(ext, "a", group, _VALID_GROUPS, group_problem)
-    for key in TOPIC_KEYS:
+    for key, remembered, problem_of in _NAME_KEYS:
         value = ext.get(key)
         if value is not None and value != "null":
-            problem = _check(ext, key, value, _VALID_TOPICS, topic_problem)
-            if problem is not None:
-                return problem
-    for key in GROUP_KEYS:
-        value = ext.get(key)
-        if value is not None and value != "null":
-            problem = _check(ext, key, value, _VALID_GROUPS, group_problem)
+            problem = _check(ext, key, value, remembered, problem_of)
             if problem is not None:
                 return problem
     return None

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from orbitmq.message.batch_scan import ScannedBatch
+from orbitmq.message.hosts import pack_address, pack_host
+from orbitmq.message.model import MessageExt
+from orbitmq.message.property_string import encode_properties
 
 Buffer = bytes | bytearray | memoryview
 
@@ -150,3 +153,21 @@ class StoreBatch:
 
     def __repr__(self) -> str:
         return f"StoreBatch(topic={self.topic!r}, queue_id={self.queue_id})"
+
+
+def stored_again(
+    msg: MessageExt, topic: str, queue_id: int, properties: dict[str, str], reconsume_times: int
+) -> StoreMessage:
+    """A stored message put once more, to `topic` / `queue_id` with new properties: its flag, body,
+    sys flag, born time and born host kept (a retry, a DLQ entry, a delayed message come due)."""
+    return StoreMessage(
+        topic=topic,
+        queue_id=queue_id,
+        flag=msg.flag,
+        body=msg.body,
+        properties=encode_properties(properties),
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=pack_address(msg.born_host) if msg.born_host else pack_host("127.0.0.1", 0),
+        reconsume_times=reconsume_times,
+    )

@@ -66,5 +66,19 @@ class ServerLimits:
         return cls(**values)
 
 
+@dataclass(slots=True)
+class ServerLimitFields:
+    """The limits as config fields (`server_` + each ServerLimits attribute), shared by BrokerConfig
+    and NamesrvConfig; their keys are described with ServerLimits."""
+
+    server_max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    server_max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    server_max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    server_max_connections: int = DEFAULT_MAX_CONNECTIONS
+    server_max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT_PER_CONNECTION
+    server_turn_budget_millis: int = DEFAULT_TURN_BUDGET_MILLIS
+    server_max_unsupported_logged: int = DEFAULT_MAX_UNSUPPORTED_LOGGED
+
+
 def server_limits(config: object) -> ServerLimits:
     return ServerLimits.from_config(config)

@@ -34,7 +34,7 @@ def test_expression_without_tags_is_refused() -> None:
 
 def test_body_matches_the_protocol_subscription_data() -> None:
     sub = parse_subscription("T", "a || b", sub_version=7)
-    data = SubscriptionData.from_obj(sub.to_body())
+    data = SubscriptionData.from_obj(sub.to_json_dict())
     assert (data.topic, data.sub_string, sorted(data.tags_set), sorted(data.code_set), data.sub_version) == (
         "T",
         "a || b",

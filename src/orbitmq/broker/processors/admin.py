@@ -34,6 +34,13 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
     broker_name = app.config.broker_name
     config_version = {"counter": 0, "timestamp": app.clock.now_ms()}
 
+    def write_queue_ids(topic: str, code: int, remark: str) -> range:
+        """The ids of the topic's write queues; BadRequest(code, remark) for a topic this broker lacks."""
+        tc = app.topics.select(topic)
+        if tc is None:
+            raise BadRequest(code, remark)
+        return range(tc.write_queue_nums)
+
     async def update_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = Fields(request.ext_fields)
         topic = f.req_str("topic")
@@ -78,12 +85,10 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
 
     async def topic_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         topic = Fields(request.ext_fields).req_str("topic")
-        tc = app.topics.select(topic)
-        if tc is None:
-            raise BadRequest(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        queue_ids = write_queue_ids(topic, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         store = app.store
         entries = []
-        for q in range(tc.write_queue_nums):
+        for q in queue_ids:
             max_offset = store.get_max_offset_in_queue(topic, q)
             last = store.get_message_store_timestamp(topic, q, max_offset - 1) if max_offset > 0 else 0
             entries.append(
@@ -191,12 +196,11 @@ def register(server: RemotingServer, app: BrokerContext) -> None:
         topic, group = f.req_str("topic"), f.req_str("group")
         timestamp = f.req_long("timestamp")
         force = f.opt_bool("isForce", True)
-        tc = app.topics.select(topic)
-        if tc is None:
-            raise BadRequest(ResponseCode.SYSTEM_ERROR, f"[reset-offset] topic does not exist, {topic}")
+        remark = f"[reset-offset] topic does not exist, {topic}"
+        queue_ids = write_queue_ids(topic, ResponseCode.SYSTEM_ERROR, remark)
         store = app.store
         entries = []
-        for q in range(tc.write_queue_nums):
+        for q in queue_ids:
             current = app.offsets.query_offset(group, topic, q)
             if timestamp == -1:
                 target = store.get_max_offset_in_queue(topic, q)

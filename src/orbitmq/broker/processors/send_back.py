@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING, Protocol, cast
 from orbitmq.broker.processors.base import BadRequest, Fields, success
 from orbitmq.broker.topics import dlq_topic, retry_topic
 from orbitmq.message import properties as P
-from orbitmq.message.hosts import pack_address, pack_host
-from orbitmq.message.property_string import encode_properties
 from orbitmq.message.record_decode import decode_record
 from orbitmq.message.validation import TOPIC_MAX_LENGTH
 from orbitmq.protocol.codes import ResponseCode
 from orbitmq.protocol.command import RemotingCommand
 from orbitmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from orbitmq.store.results import PutMessageResult
-from orbitmq.store.store_message import StoreMessage
+from orbitmq.store.store_message import stored_again
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
@@ -97,17 +95,7 @@ async def send_back(sender: Sender, request: RemotingCommand) -> RemotingCommand
     props.setdefault(P.ORIGIN_MESSAGE_ID, msg.offset_msg_id)
     props[P.CLUSTER] = app.config.broker_cluster_name
     topic, queue_id = sender.redirect_delayed(new_topic, queue_id, msg.sys_flag, props)
-    store_msg = StoreMessage(
-        topic=topic,
-        queue_id=queue_id,
-        flag=msg.flag,
-        body=msg.body,
-        properties=encode_properties(props),
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=pack_address(msg.born_host) if msg.born_host else pack_host("127.0.0.1", 0),
-        reconsume_times=msg.reconsume_times + 1,
-    )
+    store_msg = stored_again(msg, topic, queue_id, props, msg.reconsume_times + 1)
     result = app.store.put_message(store_msg)
     if len(app.topics.table) != topics_before:
         await app.config_durable()  # a retry/DLQ topic created above is on disk before the answer

@@ -15,12 +15,11 @@ from orbitmq.broker.config_files import dumps, read_json_file
 from orbitmq.broker.config_writer import persist_json
 from orbitmq.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from orbitmq.message import properties as P
-from orbitmq.message.hosts import pack_address
 from orbitmq.message.record_decode import decode_record
 from orbitmq.message.validation import topic_problem
 from orbitmq.protocol.java_values import INT_MAX, parse_int
 from orbitmq.store.results import PutMessageStatus
-from orbitmq.store.store_message import StoreMessage
+from orbitmq.store.store_message import stored_again
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
@@ -169,20 +168,8 @@ class ScheduleMessageService:
             raise PoisonMessage(f"REAL_QID {props.get(P.REAL_QID, '')[:32]!r} is not a number") from None
         if not 0 <= real_queue <= INT_MAX:
             raise PoisonMessage(f"REAL_QID {real_queue} is not a queue id")
-        from orbitmq.message.property_string import encode_properties
-
         result = self.app.store.put_message(
-            StoreMessage(
-                topic=real_topic,
-                queue_id=real_queue,
-                flag=msg.flag,
-                body=msg.body,
-                properties=encode_properties(props),
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=pack_address(msg.born_host),
-                reconsume_times=msg.reconsume_times,
-            )
+            stored_again(msg, real_topic, real_queue, props, msg.reconsume_times)
         )
         if result.status in _POISON:
             raise PoisonMessage(f"the store refused it: {result.status.name} {result.remark or ''}")
