@@ -223,13 +223,12 @@ class ConsumeQueue:
         if not files:
             return -1
         index = max(0, len(files) - 3)
-        process_offset = files[index].file_from_offset
-        max_phy = before_last = -1
-        last_at = process_offset  # where the last real entry lies (bytes)
+        first = process_offset = files[index].file_from_offset
+        max_phy = -1
         damaged = ""
+        overlap = False
         while index < len(files):
             f = files[index]
-            base = f.file_from_offset
             view = memoryview(f.mm)
             pos = 0
             complete = True
@@ -243,19 +242,21 @@ class ConsumeQueue:
                         break
                     if size != PRE_BLANK_SIZE:
                         if phy < max_phy:
-                            complete = False
+                            complete, overlap = False, True
                             damaged = f"entry ({phy}, {size}) overlaps the previous one's record"
-                            pos, max_phy = last_at - base, before_last
                             break
-                        before_last, max_phy = max_phy, phy + size
-                        last_at = base + pos
+                        max_phy = phy + size
                     pos += CQ_ENTRY_SIZE
             finally:
                 view.release()
-            process_offset = base + pos
+            process_offset = f.file_from_offset + pos
             if not complete:
                 break
             index += 1
+        if overlap:
+            # Either of the two may be the damaged one: the earlier goes too.
+            process_offset = self._previous_real(process_offset, first)
+            max_phy = self._previous_end(process_offset, first)
         self.max_physic_offset = max_phy
         self.files.truncate_dirty_files(process_offset)
         self.files.set_all_full_except_last()
@@ -269,6 +270,24 @@ class ConsumeQueue:
             damaged,
         )
         return max(0, max_phy)
+
+    def _previous_real(self, pos: int, first: int) -> int:
+        """Byte position of the last entry before `pos` that is not a blank (`first` if none)."""
+        while pos > first:
+            pos -= CQ_ENTRY_SIZE
+            f = self.files.find(pos)
+            if f is not None and _ENTRY.unpack_from(f.mm, pos - f.file_from_offset)[1] != PRE_BLANK_SIZE:
+                return pos
+        return first
+
+    def _previous_end(self, pos: int, first: int) -> int:
+        """End of the record of the last real entry before byte `pos` (-1 if none)."""
+        before = self._previous_real(pos, first)
+        f = self.files.find(before)
+        if before == pos or f is None:
+            return -1
+        phy, size, _ = _ENTRY.unpack_from(f.mm, before - f.file_from_offset)
+        return -1 if size == PRE_BLANK_SIZE else int(phy + size)
 
     def blank_entries(self, start: int, end: int) -> int:
         """Turn the entries pointing into commit-log bytes [start, end) (a damaged record) into blanks

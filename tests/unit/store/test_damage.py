@@ -119,11 +119,18 @@ def test_zeros_in_the_last_segment_still_end_the_log(tmp_path: Path) -> None:
         s.shutdown()
 
 
-@pytest.mark.parametrize("crash", [False, True])
-def test_damaged_consume_queue_entry_is_rebuilt_from_the_log(tmp_path: Path, crash: bool) -> None:
-    # Entry 40 of queue 0 now points 16 MiB further: past entry 41.
+@pytest.mark.parametrize(
+    ("byte", "mask", "crash"),
+    [
+        (5, 0xFF, False),  # entry 40 points 16 MiB further: past entry 41
+        (6, 0x40, True),  # entry 40 points 16 KiB back: into entry 39's record
+    ],
+)
+def test_damaged_consume_queue_entry_is_rebuilt_from_the_log(
+    tmp_path: Path, byte: int, mask: int, crash: bool
+) -> None:
     s, results = _reopened(
-        tmp_path, 200, lambda _r: _flip_cq(tmp_path, 40 * CQ_ENTRY_SIZE + 5, 0xFF), crash=crash
+        tmp_path, 200, lambda _r: _flip_cq(tmp_path, 40 * CQ_ENTRY_SIZE + byte, mask), crash=crash
     )
     try:
         assert _offsets(s, 0) == [x.wrote_offset for i, x in enumerate(results) if i % 2 == 0]
