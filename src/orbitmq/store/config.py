@@ -89,9 +89,10 @@ class StoreConfig:
     last three after a clean stop). A record failing it with valid records after it is reported by
     file and offset and skipped, never the end of the log."""
     check_crc_on_read: bool = False
-    """orbitmq's own (RocketMQ has no such key): check the body CRC of every record a pull or a lookup
-    reads, and refuse a damaged one (logged once, skipped by pulls) instead of sending a wrong body.
-    Off: reads check magic and size only, and refuse the damaged records recovery found."""
+    """orbitmq's own (RocketMQ has no such key): check every record a pull or a lookup reads (magic,
+    lengths, body CRC) and refuse a damaged one (logged once, skipped by pulls) instead of sending it;
+    a whole record whose consume-queue entry has a wrong size is served with its own. Off, reads
+    check nothing per record, as RocketMQ's, and refuse only the damaged records recovery found."""
     flush_commit_log_least_pages: int = 4
     """ASYNC_FLUSH: a flush waits until this many 4 KiB pages are dirty (except the thorough one)."""
     commit_commit_log_least_pages: int = 4

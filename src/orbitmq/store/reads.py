@@ -55,14 +55,18 @@ class ReadPath:
         self.memory_limit = total_physical_memory() * config.access_message_in_memory_max_ratio // 100
         self.damage = DamageReport()  # filled by recovery; records reads refused
 
-    def _checked_size(self, f: MappedFile, pos: int, size: int, check_crc: bool, what: str) -> int:
+    def _checked_size(
+        self, f: MappedFile, pos: int, size: int, check_crc: bool, where: tuple[str, int, int] | None
+    ) -> int:
         """The size to serve the record at `pos` with, 0 to skip it (logged once). A whole record (CRC
-        included) whose consume-queue entry has a wrong size is served with its own TOTALSIZE."""
+        included) whose consume-queue entry has a wrong size is served with its own TOTALSIZE.
+        `where`: the (topic, queue id, queue offset) pulled, None for a lookup by offset."""
         problem = record_problem(f.mm, pos, size=size, check_crc=check_crc)
         if not problem:
             return size
         own = int(_HEAD.unpack_from(f.mm, pos)[0])
         served = own != size and 0 < own <= f.wrote_position - pos and not record_problem(f.mm, pos, size=own)
+        what = "a lookup by offset" if where is None else "{}:{} queue offset {}".format(*where)
         self.damage.refuse(f.path, f.file_from_offset + pos, what, problem, served=served)
         return own if served else 0
 
@@ -172,16 +176,18 @@ class ReadPath:
             max_phy_pulling = phy
             if next_file_start != _NO_FILE and phy < next_file_start:
                 continue
-            if size == PRE_BLANK_SIZE:
-                continue  # the entry of a damaged record (recovery blanked it)
             n = found
             if n:
                 if n >= max_count:
                     break
                 if max_phy - phy > memory_limit:
                     if total + size > disk_bytes or n > disk_count - 1:
+                        if size == PRE_BLANK_SIZE:
+                            continue  # the entry of a damaged record (recovery blanked it)
                         break
                 elif total + size > memory_bytes or n > memory_count - 1:
+                    if size == PRE_BLANK_SIZE:
+                        continue
                     break
             if message_filter is not None and not message_filter(tags):
                 continue
@@ -194,13 +200,15 @@ class ReadPath:
                     cur_wrote = f.wrote_position
             pos = phy - cur_lo if f is not None else 0
             if f is None or size <= 0 or pos + size > cur_wrote:
+                if size == PRE_BLANK_SIZE:
+                    continue
                 if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
                 continue
-            if check_crc or _HEAD.unpack_from(f.mm, pos) != (size, MESSAGE_MAGIC):
+            if check_crc:
                 size = self._checked_size(  # noqa: PLW2901 -- the size the record is served with
-                    f, pos, size, check_crc, f"{topic}:{queue_id} queue offset {offset + i}"
+                    f, pos, size, True, (topic, queue_id, offset + i)
                 )
                 if size <= 0:
                     continue
@@ -252,7 +260,7 @@ class ReadPath:
         if magic != MESSAGE_MAGIC or total <= 0 or (size and size != total) or pos + total > f.wrote_position:
             return None
         check_crc = self.config.check_crc_on_read or self.damage.covers(physical_offset)
-        if check_crc and not self._checked_size(f, pos, total, True, "a lookup by offset"):
+        if check_crc and not self._checked_size(f, pos, total, True, None):
             return None
         return f.view(pos, total)
 

@@ -140,8 +140,10 @@ def test_damaged_consume_queue_entry_is_rebuilt_from_the_log(
 
 
 def test_wrong_size_in_a_consume_queue_entry_serves_the_whole_record(tmp_path: Path) -> None:
-    # Size one less: no overlap with the next entry, recovery cannot tell; the read does.
-    s, results = _reopened(tmp_path, 20, lambda _r: _flip_cq(tmp_path, 3 * CQ_ENTRY_SIZE + 11, 0x01))
+    # Size one less: no overlap with the next entry, recovery cannot tell; a checking read does.
+    s, results = _reopened(
+        tmp_path, 20, lambda _r: _flip_cq(tmp_path, 3 * CQ_ENTRY_SIZE + 11, 0x01), check_crc_on_read=True
+    )
     try:
         assert _offsets(s, 0) == [x.wrote_offset for i, x in enumerate(results) if i % 2 == 0]
     finally:
