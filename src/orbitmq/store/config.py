@@ -85,7 +85,14 @@ class StoreConfig:
     """Accepted for RocketMQ's broker.conf (RocketMQ's spelling); has no effect in orbitmq."""
     max_message_size: int = 4194304
     check_crc_on_recover: bool = True
-    """Check each record's body CRC when recovering the commit log after a crash."""
+    """Check each record's body CRC when recovering the commit log (the segments recovery reads: the
+    last three after a clean stop). A record failing it with valid records after it is reported by
+    file and offset and skipped, never the end of the log."""
+    check_crc_on_read: bool = False
+    """orbitmq's own (RocketMQ has no such key): check every record a pull or a lookup reads (magic,
+    lengths, body CRC) and refuse a damaged one (logged once, skipped by pulls) instead of sending it;
+    a whole record whose consume-queue entry has a wrong size is served with its own. Off, reads
+    check nothing per record, as RocketMQ's, and refuse only the damaged records recovery found."""
     flush_commit_log_least_pages: int = 4
     """ASYNC_FLUSH: a flush waits until this many 4 KiB pages are dirty (except the thorough one)."""
     commit_commit_log_least_pages: int = 4
@@ -240,7 +247,7 @@ def _camel(attr: str) -> str:
 
 
 # RocketMQ spells a few keys with capitals the mechanical conversion cannot guess.
-_CAMEL_EXCEPTIONS = {"check_crc_on_recover": "checkCRCOnRecover"}
+_CAMEL_EXCEPTIONS = {"check_crc_on_recover": "checkCRCOnRecover", "check_crc_on_read": "checkCRCOnRead"}
 _ATTRS = {_CAMEL_EXCEPTIONS.get(f.name) or _camel(f.name): f.name for f in dataclasses.fields(StoreConfig)}
 _ENUMS = {"brokerRole": BROKER_ROLE, "flushDiskType": FLUSH_DISK_TYPE}
 # camelCase key -> how its text is read: the table the broker also checks store keys against.

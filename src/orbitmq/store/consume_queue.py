@@ -15,6 +15,7 @@ the log. This module knows nothing of records or message properties.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from functools import lru_cache
@@ -24,6 +25,7 @@ from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.paths import child_dir
 from orbitmq.store.segment_queue import MappedFileQueue
 
+log = logging.getLogger("orbitmq.store.recovery")
 CQ_ENTRY_SIZE: Final = 20
 PRE_BLANK_SIZE: Final = 0x7FFFFFFF
 _ENTRY: Final = struct.Struct(">qiq")
@@ -211,14 +213,20 @@ class ConsumeQueue:
     def load(self) -> None:
         self.files.load()
 
-    def recover(self) -> None:
-        """Set write positions to the end of the valid entries (fact sheet 6.7 step 3)."""
+    def recover(self) -> int:
+        """Set write positions to the end of the valid entries (fact sheet 6.7 step 3).
+
+        Entries end at the first invalid one (zeros: the end of what was written). An entry pointing
+        before the end of the previous one's record is damage: the queue is cut at the earlier of the
+        two and the commit-log offset to rebuild it from is returned (else -1)."""
         files = self.files.files
         if not files:
-            return
+            return -1
         index = max(0, len(files) - 3)
-        process_offset = files[index].file_from_offset
+        first = process_offset = files[index].file_from_offset
         max_phy = -1
+        damaged = ""
+        overlap = False
         while index < len(files):
             f = files[index]
             view = memoryview(f.mm)
@@ -226,11 +234,17 @@ class ConsumeQueue:
             complete = True
             try:
                 # iter_unpack keeps the per-entry loop in C as far as possible (300,000 entries a file).
-                for phy, size, _ in _ENTRY.iter_unpack(view):
+                for phy, size, tags in _ENTRY.iter_unpack(view):
                     if phy < 0 or size <= 0:
                         complete = False
+                        if phy or size or tags:
+                            damaged = f"entry ({phy}, {size}, {tags}) is not valid"
                         break
                     if size != PRE_BLANK_SIZE:
+                        if phy < max_phy:
+                            complete, overlap = False, True
+                            damaged = f"entry ({phy}, {size}) overlaps the previous one's record"
+                            break
                         max_phy = phy + size
                     pos += CQ_ENTRY_SIZE
             finally:
@@ -239,9 +253,60 @@ class ConsumeQueue:
             if not complete:
                 break
             index += 1
+        if overlap:
+            # Either of the two may be the damaged one: the earlier goes too.
+            process_offset = self._previous_real(process_offset, first)
+            max_phy = self._previous_end(process_offset, first)
         self.max_physic_offset = max_phy
         self.files.truncate_dirty_files(process_offset)
         self.files.set_all_full_except_last()
+        if not damaged:
+            return -1
+        log.error(
+            "consume queue %s damaged at byte %d (entry %d): %s; rebuilt from the commit log",
+            self.directory,
+            process_offset,
+            process_offset // CQ_ENTRY_SIZE,
+            damaged,
+        )
+        return max(0, max_phy)
+
+    def _previous_real(self, pos: int, first: int) -> int:
+        """Byte position of the last entry before `pos` that is not a blank (`first` if none)."""
+        while pos > first:
+            pos -= CQ_ENTRY_SIZE
+            f = self.files.find(pos)
+            if f is not None and _ENTRY.unpack_from(f.mm, pos - f.file_from_offset)[1] != PRE_BLANK_SIZE:
+                return pos
+        return first
+
+    def _previous_end(self, pos: int, first: int) -> int:
+        """End of the record of the last real entry before byte `pos` (-1 if none)."""
+        before = self._previous_real(pos, first)
+        f = self.files.find(before)
+        if before == pos or f is None:
+            return -1
+        phy, size, _ = _ENTRY.unpack_from(f.mm, before - f.file_from_offset)
+        return -1 if size == PRE_BLANK_SIZE else int(phy + size)
+
+    def blank_entries(self, start: int, end: int) -> int:
+        """Turn the entries pointing into commit-log bytes [start, end) (a damaged record) into blanks
+        that keep their offset, so pulls skip them and searches by offset still work; returns how many."""
+        i = self.first_index_at_or_after(start)
+        blanked = 0
+        while i < self.max_offset:
+            pos = i * CQ_ENTRY_SIZE
+            f = self.files.find(pos)
+            if f is None:
+                break
+            phy, size, _ = _ENTRY.unpack_from(f.mm, pos - f.file_from_offset)
+            if phy >= end:
+                break
+            if size != PRE_BLANK_SIZE:
+                _ENTRY.pack_into(f.mm, pos - f.file_from_offset, phy, PRE_BLANK_SIZE, 0)
+                blanked += 1
+            i += 1
+        return blanked
 
     def first_index_at_or_after(self, physical_offset: int) -> int:
         """Logical offset of the first real entry whose commit log offset is >= `physical_offset`."""
@@ -253,7 +318,7 @@ class ConsumeQueue:
             f = self.files.find(pos)
             assert f is not None
             phy, size, _ = _ENTRY.unpack_from(f.mm, pos - f.file_from_offset)
-            if size == PRE_BLANK_SIZE or phy < physical_offset:
+            if phy < physical_offset or (size == PRE_BLANK_SIZE and phy == 0):
                 lo = mid + 1
             else:
                 hi = mid

@@ -153,6 +153,7 @@ class MessageStore(StoreUpkeep):
                 index_safe=config.message_index_safe,
                 progress=self.recovery_progress
                 or LoggingProgress(config.store_path_root_dir, time.monotonic),
+                damage=self.reads.damage,
             )
             self.commit_log.last_store_timestamp = max(
                 self.commit_log.last_store_timestamp, self.checkpoint.physic_msg_timestamp

@@ -17,8 +17,9 @@ from typing import Final
 from orbitmq.message.record_layout import MESSAGE_MAGIC, SYSFLAG_POS, store_timestamp_pos
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.config import SLAVE, StoreConfig
-from orbitmq.store.consume_queue import CQ_ENTRY
+from orbitmq.store.consume_queue import CQ_ENTRY, PRE_BLANK_SIZE
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.damage import DamageReport, record_problem
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
@@ -52,6 +53,22 @@ class ReadPath:
         self.key_index = key_index
         self.stats = stats
         self.memory_limit = total_physical_memory() * config.access_message_in_memory_max_ratio // 100
+        self.damage = DamageReport()  # filled by recovery; records reads refused
+
+    def _checked_size(
+        self, f: MappedFile, pos: int, size: int, check_crc: bool, where: tuple[str, int, int] | None
+    ) -> int:
+        """The size to serve the record at `pos` with, 0 to skip it (logged once). A whole record (CRC
+        included) whose consume-queue entry has a wrong size is served with its own TOTALSIZE.
+        `where`: the (topic, queue id, queue offset) pulled, None for a lookup by offset."""
+        problem = record_problem(f.mm, pos, size=size, check_crc=check_crc)
+        if not problem:
+            return size
+        own = int(_HEAD.unpack_from(f.mm, pos)[0])
+        served = own != size and 0 < own <= f.wrote_position - pos and not record_problem(f.mm, pos, size=own)
+        what = "a lookup by offset" if where is None else "{}:{} queue offset {}".format(*where)
+        self.damage.refuse(f.path, f.file_from_offset + pos, what, problem, served=served)
+        return own if served else 0
 
     def _correct(self, old: int, new: int) -> int:
         """nextOffsetCorrection: a slave without offsetCheckInSlave keeps the requested offset."""
@@ -96,6 +113,8 @@ class ReadPath:
                 status, next_offset = S.OFFSET_FOUND_NULL, self._correct(offset, cq.roll_next_file(offset))
             else:
                 return self._collect(
+                    topic=topic,
+                    queue_id=queue_id,
                     entries=found[0],
                     count=found[1],
                     offset=offset,
@@ -111,6 +130,8 @@ class ReadPath:
     def _collect(
         self,
         *,
+        topic: str,
+        queue_id: int,
         entries: memoryview,
         count: int,
         offset: int,
@@ -149,6 +170,7 @@ class ReadPath:
         disk_count = config.max_transfer_count_on_message_in_disk
         memory_bytes = config.max_transfer_bytes_on_message_in_memory
         memory_count = config.max_transfer_count_on_message_in_memory
+        check_crc = config.check_crc_on_read
         i = 0
         for i, (phy, size, tags) in enumerate(CQ_ENTRY.iter_unpack(entries[: limit * 20])):
             max_phy_pulling = phy
@@ -160,8 +182,12 @@ class ReadPath:
                     break
                 if max_phy - phy > memory_limit:
                     if total + size > disk_bytes or n > disk_count - 1:
+                        if size == PRE_BLANK_SIZE:
+                            continue  # the entry of a damaged record (recovery blanked it)
                         break
                 elif total + size > memory_bytes or n > memory_count - 1:
+                    if size == PRE_BLANK_SIZE:
+                        continue
                     break
             if message_filter is not None and not message_filter(tags):
                 continue
@@ -174,10 +200,18 @@ class ReadPath:
                     cur_wrote = f.wrote_position
             pos = phy - cur_lo if f is not None else 0
             if f is None or size <= 0 or pos + size > cur_wrote:
+                if size == PRE_BLANK_SIZE:
+                    continue
                 if not found:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_file_start = commit_log.roll_next_file(phy)
                 continue
+            if check_crc:
+                size = self._checked_size(  # noqa: PLW2901 -- the size the record is served with
+                    f, pos, size, True, (topic, queue_id, offset + i)
+                )
+                if size <= 0:
+                    continue
             if not coalesce:
                 buffers.append(f.view(pos, size))
             elif f is run_file and pos == run_end:
@@ -224,6 +258,9 @@ class ReadPath:
             return None
         total, magic = _HEAD.unpack_from(f.mm, pos)
         if magic != MESSAGE_MAGIC or total <= 0 or (size and size != total) or pos + total > f.wrote_position:
+            return None
+        check_crc = self.config.check_crc_on_read or self.damage.covers(physical_offset)
+        if check_crc and not self._checked_size(f, pos, total, True, None):
             return None
         return f.view(pos, total)
 

@@ -2,11 +2,14 @@
 the consume queues and the index agree with the log again.
 
 Order (each step relies on the previous one):
-1. consume queues: each is scanned from its 3rd-last file and cut at its first invalid entry;
+1. consume queues: each is scanned from its 3rd-last file and cut at its first invalid entry (one out
+   of commit-log order is damage: logged, and the queue is rebuilt from the log from there);
 2. commit log: records are checked (magic, lengths, body CRC when `check_crc_on_recover`) from the
    3rd-last segment after a clean exit, or after a crash from the newest segment whose first record is
-   not newer than the checkpoint; the first invalid record (a torn tail, zeros) ends the log: the rest of
-   that segment is zeroed and later segments are deleted;
+   not newer than the checkpoint. An invalid record followed by a verified one is damage (damage.py):
+   logged with its file and offset, skipped, its consume-queue entries blanked. The first invalid
+   record nothing valid follows (a torn tail, zeros) ends the log: the rest of that segment is zeroed
+   and later segments are deleted;
 3. consume-queue entries and index files pointing at or beyond that end are removed;
 4. the dispatcher re-runs from where the derived files stop being trustworthy -- the max offset any
    consume queue references after a clean exit; after a crash, the chosen start segment (earlier if no
@@ -39,6 +42,7 @@ from orbitmq.message.record_layout import (
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commit_log import CommitLog
 from orbitmq.store.consume_queue_table import ConsumeQueueTable
+from orbitmq.store.damage import DamagedRange, DamageReport, log_damage, next_valid_record, record_problem
 from orbitmq.store.dispatch import Dispatcher
 from orbitmq.store.key_index import KeyIndex
 from orbitmq.store.recovery_progress import RecoveryProgress, RecoveryStep
@@ -140,31 +144,54 @@ def scan_valid_end(
     *,
     check_crc: bool,
     progress: RecoveryProgress | None = None,
+    damage: DamageReport | None = None,
 ) -> int:
-    """The offset just past the last valid record, scanning from segment `start_index`."""
+    """The offset just past the last valid record, scanning from segment `start_index`.
+
+    With `damage`, a record failing its checks is only the end of the log when no verified record
+    follows it (damage.next_valid_record); otherwise the bytes up to that record are added to `damage`
+    and the scan goes on there. Zeros in the last segment end the log without a search: that is where
+    writing stopped."""
     segments = files.files
     if not segments:
         return 0
-    index = start_index
+    index, pos = start_index, 0
     first, last = segments[start_index].file_from_offset, segments[-1].file_tail_offset
     while True:
         f = segments[index]
         mm = f.mm
         view = memoryview(mm)
         try:
-            pos, what = _scan_segment(mm, view, 0, check_crc)
+            pos, what = _scan_segment(mm, view, pos, check_crc)
         finally:
             view.release()  # an exported view would keep the mmap from being closed
         if what == BLANK and index + 1 < len(segments):
             if progress is not None:
                 progress(RecoveryStep("scan", f.file_tail_offset - first, last - first))
-            index += 1
+            index, pos = index + 1, 0
             continue
+        if what != BLANK and damage is not None and not _unwritten(mm, pos, index + 1 == len(segments)):
+            found = next_valid_record(files, index, pos)
+            if found is not None:
+                resume = segments[found[0]].file_from_offset + found[1]
+                start = f.file_from_offset + pos
+                if pos < f.file_size:
+                    reason = record_problem(mm, pos, check_crc=check_crc) or "record not verifiable"
+                    r = DamagedRange(start, resume, f.path, reason)
+                    damage.add(r)
+                    log_damage(r, f.file_size)
+                index, pos = found
+                continue
         # A blank closes the last segment: the log continues at the next (not yet created) one.
         end = f.file_tail_offset if what == BLANK else f.file_from_offset + pos
         if progress is not None:  # the bytes checked, not the segments' mapped size
             progress(RecoveryStep("scan", end - first, end - first))
         return end
+
+
+def _unwritten(mm: mmap.mmap, pos: int, last_segment: bool) -> bool:
+    """Whether the log simply stops at `pos`: zeros (TOTALSIZE and magic) in the last segment."""
+    return last_segment and (pos + 8 > len(mm) or _SIZE_MAGIC.unpack_from(mm, pos) == (0, 0))
 
 
 def _torn_text(mm: mmap.mmap, r: RecordHeader) -> bool:
@@ -210,12 +237,19 @@ def recover(
     check_crc: bool,
     index_safe: bool,
     progress: RecoveryProgress | None = None,
+    damage: DamageReport | None = None,
 ) -> int:
     """Recover the store in place; returns the commit log's end offset (`processOffset`).
 
-    `progress` hears after every segment of the scan and of the re-dispatch (recovery_progress)."""
+    `progress` hears after every segment of the scan and of the re-dispatch (recovery_progress).
+    `damage` collects the damaged commit-log ranges (skipped, not cut: see scan_valid_end); their
+    consume-queue entries become blanks, so pulls step over them."""
+    damage = damage if damage is not None else DamageReport()
+    rebuild_from = -1  # the earliest log offset a consume queue cut at a damaged entry needs again
     for cq in queues.snapshot():
-        cq.recover()
+        cut = cq.recover()
+        if cut >= 0:
+            rebuild_from = cut if rebuild_from < 0 else min(rebuild_from, cut)
     files = commit_log.files
     segments = files.files
     if last_exit_ok:
@@ -224,7 +258,9 @@ def recover(
         limit = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
         start_index = choose_abnormal_start(files, limit)
     if segments:
-        process_offset = scan_valid_end(files, start_index, check_crc=check_crc, progress=progress)
+        process_offset = scan_valid_end(
+            files, start_index, check_crc=check_crc, progress=progress, damage=damage
+        )
         start_offset = segments[start_index].file_from_offset
     else:
         # No log at all: the derived files describe nothing that exists.
@@ -235,6 +271,9 @@ def recover(
     if queues.max_physic_offset() >= process_offset or not segments:
         for cq in queues.snapshot():
             cq.truncate_dirty_logic_files(process_offset)
+    for r in damage.ranges:
+        for cq in queues.snapshot():
+            cq.blank_entries(r.start, r.end)
     dropped = key_index.drop_files_beyond(process_offset) if key_index is not None else -1
     log.log(
         logging.INFO if segments else logging.DEBUG,  # a new store has nothing to recover
@@ -251,27 +290,37 @@ def recover(
     if dropped >= 0:
         # An index file referenced records past the log's end: it is rebuilt from its first record.
         reput = min(reput, dropped - dropped % commit_log.file_size)
+    if rebuild_from >= 0:
+        reput = min(reput, rebuild_from)
     reput = max(reput, min_offset)
     dispatcher.reput_offset = reput
     rebuild_topic_queue_table(commit_log, queues)
-    if progress is None:
-        dispatcher.dispatch_from_log(process_offset)
-    else:
-        _dispatch_with_progress(dispatcher, commit_log.file_size, process_offset, progress)
+    _dispatch(dispatcher, commit_log.file_size, process_offset, progress, damage.ranges)
     rebuild_topic_queue_table(commit_log, queues)
     return process_offset
 
 
-def _dispatch_with_progress(
-    dispatcher: Dispatcher, file_size: int, end: int, progress: RecoveryProgress
+def _dispatch(
+    dispatcher: Dispatcher,
+    file_size: int,
+    end: int,
+    progress: RecoveryProgress | None,
+    damaged: list[DamagedRange],
 ) -> None:
-    """The same dispatch, one segment at a time (records never span segments), reporting after each."""
+    """Dispatch up to `end` one segment at a time (records never span segments), reporting after each,
+    stepping over the damaged ranges."""
     first = dispatcher.reput_offset
     while dispatcher.reput_offset < end:
         before = dispatcher.reput_offset
-        segment_end = min(end, before - before % file_size + file_size)
-        dispatcher.dispatch_from_log(segment_end)
-        progress(RecoveryStep("dispatch", dispatcher.reput_offset - first, end - first))
+        inside = next((r.end for r in damaged if r.start <= before < r.end), -1)
+        if inside >= 0:
+            dispatcher.reput_offset = inside
+            continue
+        limit = min(end, before - before % file_size + file_size)
+        limit = min([limit] + [r.start for r in damaged if r.start > before])
+        dispatcher.dispatch_from_log(limit)
+        if progress is not None:
+            progress(RecoveryStep("dispatch", dispatcher.reput_offset - first, end - first))
         if dispatcher.reput_offset == before:
             break  # stopped at an invalid record: as the single call would
 

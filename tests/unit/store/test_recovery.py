@@ -90,30 +90,6 @@ def _cut_at_every_byte(tmp_path: Path) -> None:
             r.shutdown()
 
 
-def test_garbled_tail_and_crc_mismatch_end_the_log(tmp_path: Path) -> None:
-    clock = FakeClock()
-    s = _open(tmp_path, clock)
-    results = _fill(s, clock, 30)
-    s.abort()
-    victim = results[20]
-    path = _segment(tmp_path, victim.wrote_offset)
-    data = bytearray(path.read_bytes())
-    body_pos = victim.wrote_offset % (64 * 1024) + 88
-    data[body_pos] ^= 0xFF  # body CRC no longer matches
-    path.write_bytes(data)
-    s = _open(tmp_path, clock)
-    try:
-        assert s.get_max_phy_offset() == victim.wrote_offset
-        assert sum(s.get_max_offset_in_queue("TopicTest", q) for q in range(3)) == 20
-        assert s.look_message_by_offset(results[25].wrote_offset) is None
-        got = s.get_messages("g", "TopicTest", 2, 0, 32, None)
-        assert [decode_record(b).commit_log_offset for b in got.buffers] == [
-            r.wrote_offset for r in results[:20] if r.queue_offset >= 0 and results.index(r) % 3 == 2
-        ]
-    finally:
-        s.shutdown()
-
-
 def test_crash_rebuilds_lost_consume_queue_and_index(tmp_path: Path) -> None:
     clock = FakeClock()
     s = _open(tmp_path, clock, message_index_safe=True)
