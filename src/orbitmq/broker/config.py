@@ -106,6 +106,18 @@ class BrokerConfig:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     """The delay of each delay level (1, 2, ...) of scheduled messages: space-separated durations with
     unit s, m, h or d."""
+    timer_wheel_enable: bool = True
+    """Take timer messages (a delivery time in TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS or
+    __STARTDELIVERTIME, or a 5.x client's delivery timestamp); false refuses them (timerWheelEnable)."""
+    timer_precision_ms: int = 1000
+    """Width in ms of one timer wheel slot: a timer message is delivered within this after its time
+    (timerPrecisionMs)."""
+    timer_max_delay_sec: int = 259200
+    """The furthest ahead, in seconds, a timer message may ask to be delivered; the wheel file holds two
+    such spans of slots (timerMaxDelaySec)."""
+    timer_flush_interval_ms: int = 1000
+    """Milliseconds between two flushes of the timer log and wheel and their checkpoint
+    (timerFlushIntervalMs)."""
     flush_delay_offset_interval: int = 10000
     """Milliseconds between two saves of the delay levels' progress (delayOffset.json)."""
     default_query_max_num: int = 32
@@ -398,6 +410,9 @@ MINIMUMS: Final = {
     "recordTailCacheMaxEntries": 1,
     "tagsCodeCacheMaxEntries": 1,
     "indexDeferMaxEntries": 1,
+    "timerPrecisionMs": 1,
+    "timerMaxDelaySec": 1,
+    "timerFlushIntervalMs": 1,
     "indexDeferMillis": 0,
     "indexTopicPrefixCacheMaxEntries": 1,
     "validNameCacheMaxEntries": 1,
