@@ -8,9 +8,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from orbitmq.broker.services.timer import out_ms, recall_handle
 from orbitmq.message.model import MessageExt
 from orbitmq.protocol.codes import ResponseCode
+from orbitmq.store.timer_names import out_ms, recall_handle
 from orbitmq.testing.launch import start_serve
 from orbitmq.transport import RemotingClient
 
@@ -83,6 +83,7 @@ async def test_timer_refusals(raw: Raw) -> None:
 
 async def test_recalled_timer_never_arrives(raw: Raw) -> None:
     await raw.create_topic("TimerRecall", queues=1)
+    await raw.create_topic("TimerOther", queues=1)
     due = int(time.time() * 1000) + 2000
     for key in ("keep", "drop"):
         sent = await raw.send(
@@ -90,7 +91,7 @@ async def test_recalled_timer_never_arrives(raw: Raw) -> None:
         )
         assert sent.code == ResponseCode.SUCCESS
     handle = recall_handle("TimerRecall", "broker-a", out_ms(due, 1000), "drop")
-    wrong = await raw.call(RECALL_MESSAGE, {"topic": "TimerT", "recallHandle": handle})
+    wrong = await raw.call(RECALL_MESSAGE, {"topic": "TimerOther", "recallHandle": handle})
     assert wrong.code != ResponseCode.SUCCESS and "topic not match" in (wrong.remark or "")
     bad = await raw.call(RECALL_MESSAGE, {"topic": "TimerRecall", "recallHandle": "not-a-handle"})
     assert bad.code != ResponseCode.SUCCESS and "invalid" in (bad.remark or "")

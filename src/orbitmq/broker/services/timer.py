@@ -7,15 +7,13 @@ time passes, puts its messages back to their real topics, skipping recalled ones
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import logging
 import os
 from array import array
 from typing import TYPE_CHECKING, Final
 
 from orbitmq.broker.processors.bad_request import BadRequest
+from orbitmq.broker.services.reput import put_again, repeat
 from orbitmq.message import properties as P
 from orbitmq.message.hosts import pack_address
 from orbitmq.message.model import MessageExt
@@ -26,6 +24,20 @@ from orbitmq.protocol.codes import ResponseCode
 from orbitmq.store.results import PutMessageStatus
 from orbitmq.store.store_message import StoreMessage
 from orbitmq.store.timer_log import MAGIC_DELETE, MAGIC_NORMAL, MAGIC_ROLL
+from orbitmq.store.timer_names import (
+    START_DELIVER_TIME,
+    TIMER_DEL_UNIQKEY,
+    TIMER_DELAY_MS,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TIMER_DEQUEUE_MS,
+    TIMER_ENQUEUE_MS,
+    TIMER_OUT_MS,
+    TIMER_TOPIC,
+    decode_recall_handle,
+    delete_key,
+    out_ms,
+)
 from orbitmq.store.timer_store import TimerStore
 
 if TYPE_CHECKING:
@@ -33,15 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("orbitmq.broker")
 
-TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
-START_DELIVER_TIME: Final = "__STARTDELIVERTIME"  # Aliyun ONS clients' absolute delivery time (ms)
-TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
-TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
-TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
-TIMER_OUT_MS: Final = "TIMER_OUT_MS"
-TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
-TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
-TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
 _REQUESTS: Final = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, START_DELIVER_TIME)
 CHECK_INTERVAL: Final = 0.05
 ERROR_BACKOFF: Final = 1.0
@@ -62,35 +65,6 @@ def has_timer(properties_text: str) -> bool:
     return "TIMER_" in properties_text or START_DELIVER_TIME in properties_text
 
 
-def out_ms(deliver_ms: int, precision_ms: int) -> int:
-    """The slot time of a delivery time: the slot starting before it (RocketMQ's rounding); the slot is
-    delivered when it ends, so never before `deliver_ms` and less than one precision after it."""
-    if deliver_ms % precision_ms == 0:
-        return deliver_ms - precision_ms
-    return deliver_ms // precision_ms * precision_ms
-
-
-def recall_handle(topic: str, broker_name: str, out: int, message_id: str) -> str:
-    """RocketMQ 5's recall handle (v1): url-safe base64 of "v1 topic broker timestamp id"."""
-    raw = " ".join(("v1", topic, broker_name, str(out + 1), message_id))
-    return base64.urlsafe_b64encode(raw.encode()).decode()
-
-
-def decode_recall_handle(handle: str) -> tuple[str, str, int, str]:
-    """(topic, broker name, timestamp ms, message id) of a v1 recall handle; ValueError when invalid."""
-    try:
-        items = base64.urlsafe_b64decode(handle.encode()).decode().split(" ")
-        if len(items) < 5 or items[0] != "v1":
-            raise ValueError
-        return items[1], items[2], int(items[3]), items[4]
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ValueError("recall handle is invalid") from None
-
-
-def delete_key(topic: str, message_id: str) -> str:
-    return f"{topic}+{message_id}"
-
-
 class TimerMessageService:
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
@@ -98,6 +72,7 @@ class TimerMessageService:
         self.enqueued = 0
         self.delivered = 0
         self.recalled = 0
+        self._flushed_ms = 0
         self._slot_done = (-1, 0)  # (slot time, records delivered) of a slot a failed put interrupted
 
     # ------------------------------------------------------------------ the send path
@@ -200,21 +175,16 @@ class TimerMessageService:
             self.store = None
 
     async def run(self) -> None:
-        flush_every = self.app.config.timer_flush_interval_ms / 1000
-        loop = asyncio.get_running_loop()
-        last_flush = loop.time()
-        while True:
-            try:
-                self.enqueue()
-                self.dequeue()
-                if loop.time() - last_flush >= flush_every:
-                    last_flush = loop.time()
-                    self.persist()
-            except Exception:
-                log.exception("the timer wheel failed; retrying in %ss", ERROR_BACKOFF)
-                await asyncio.sleep(ERROR_BACKOFF)
-                continue
-            await asyncio.sleep(CHECK_INTERVAL)
+        await repeat(self.step, CHECK_INTERVAL, ERROR_BACKOFF, "the timer wheel")
+
+    def step(self) -> None:
+        """Enqueues what came, delivers what is due, and checkpoints every timerFlushIntervalMs."""
+        self.enqueue()
+        self.dequeue()
+        now = self.app.clock.now_ms()
+        if now - self._flushed_ms >= self.app.config.timer_flush_interval_ms:
+            self._flushed_ms = now
+            self.persist()
 
     # ------------------------------------------------------------------ timer topic -> wheel
     def enqueue(self) -> int:
@@ -310,19 +280,7 @@ class TimerMessageService:
         if not real_topic or not real_queue.isdigit():
             log.warning("skipping timer message %s: no real topic or queue", msg.offset_msg_id)
             return 0
-        result = self.app.store.put_message(
-            StoreMessage(
-                topic=real_topic,
-                queue_id=int(real_queue),
-                flag=msg.flag,
-                body=msg.body,
-                properties=encode_properties(props),
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=pack_address(msg.born_host),
-                reconsume_times=msg.reconsume_times,
-            )
-        )
+        result = put_again(self.app.store, msg, real_topic, int(real_queue), encode_properties(props))
         if result.status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
             log.warning("skipping timer message %s: %s", msg.offset_msg_id, result.status.name)
             return 0

@@ -1,0 +1,46 @@
+"""What the services that hold messages back share (delay levels, the timer wheel): a step repeated on a
+period that survives its failures, and putting a held message again, to its real topic, as it was sent."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from orbitmq.message.hosts import pack_address
+from orbitmq.store.message_store import MessageStore
+from orbitmq.store.results import PutMessageResult
+from orbitmq.store.store_message import StoreMessage
+
+log = logging.getLogger("orbitmq.broker")
+
+
+async def repeat(step: Callable[[], object], interval: float, backoff: float, what: str) -> None:
+    """Runs `step` every `interval` s; a failure is logged and the step retried after `backoff` s."""
+    while True:
+        try:
+            step()
+        except Exception:
+            log.exception("%s failed; retrying in %ss", what, backoff)
+            await asyncio.sleep(backoff)
+            continue
+        await asyncio.sleep(interval)
+
+
+def put_again(store: MessageStore, msg: Any, topic: str, queue_id: int, properties: str) -> PutMessageResult:
+    """`msg` (a decoded record) stored in `topic`/`queue_id` with body, flag, sys flag, born host/time and
+    reconsume times kept and `properties` as its properties."""
+    return store.put_message(
+        StoreMessage(
+            topic=topic,
+            queue_id=queue_id,
+            flag=msg.flag,
+            body=msg.body,
+            properties=properties,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=pack_address(msg.born_host),
+            reconsume_times=msg.reconsume_times,
+        )
+    )
