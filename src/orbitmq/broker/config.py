@@ -115,6 +115,9 @@ class BrokerConfig:
     timer_max_delay_sec: int = 259200
     """The furthest ahead, in seconds, a timer message may ask to be delivered; the wheel file holds two
     such spans of slots (timerMaxDelaySec)."""
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    """Bytes the timer log may reach before it is rewritten without the records already delivered (when
+    those are most of it) (mappedFileSizeTimerLog)."""
     timer_flush_interval_ms: int = 1000
     """Milliseconds between two flushes of the timer log and wheel and their checkpoint
     (timerFlushIntervalMs)."""
@@ -413,6 +416,7 @@ MINIMUMS: Final = {
     "timerPrecisionMs": 1,
     "timerMaxDelaySec": 1,
     "timerFlushIntervalMs": 1,
+    "mappedFileSizeTimerLog": 0,
     "indexDeferMillis": 0,
     "indexTopicPrefixCacheMaxEntries": 1,
     "validNameCacheMaxEntries": 1,

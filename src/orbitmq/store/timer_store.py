@@ -23,6 +23,8 @@ class TimerCheckpoint:
     dequeue_ms: int = -1
     """Every slot before this time was delivered (-1: nothing scanned yet)."""
     log_length: int = 0
+    pending: int = 0
+    """Records in slots not scanned yet (what a compaction keeps)."""
     slots: int = 0
     precision_ms: int = 0
 
@@ -30,12 +32,16 @@ class TimerCheckpoint:
 class TimerStore:
     def __init__(self, root: str, checkpoint_path: str, *, slots: int, precision_ms: int) -> None:
         self.checkpoint_path = checkpoint_path
-        self.log = TimerLog(os.path.join(root, "timerlog", "timerlog"))
+        path = os.path.join(root, "timerlog", "timerlog")
+        interrupted = os.path.exists(path + ".old")
+        if interrupted:  # a kill during a rewrite: the old log is whole, the new one is not
+            os.replace(path + ".old", path)
+        self.log = TimerLog(path)
         self.wheel = TimerWheel(os.path.join(root, "timerwheel"), slots, precision_ms)
         self.checkpoint = self._read_checkpoint()
         self.recovered = 0  # records re-linked at open
         geometry = (self.checkpoint.slots, self.checkpoint.precision_ms) == (slots, precision_ms)
-        if self.wheel.rebuilt or not geometry:
+        if self.wheel.rebuilt or not geometry or interrupted:
             self._rebuild()
         else:
             self._relink(self.checkpoint.log_length)
@@ -56,8 +62,10 @@ class TimerStore:
         was not delivered yet is linked again, in log order; the queue offsets it holds count as read."""
         if not self.wheel.rebuilt:  # (a new file is zeros already)
             self.wheel.clear()
+        self.wheel.rebuilt = False
         cp = self.checkpoint
         dequeue = cp.dequeue_ms
+        cp.pending = 0
         path = self.log.path
         self.log.close()
         os.replace(path, path + ".old")  # streamed from, so no record is held in memory
@@ -83,6 +91,7 @@ class TimerStore:
                 first = slot.first if slot.num else pos
                 self.wheel.put(rec.slot_ms, first, pos, slot.num + 1)
                 self.recovered += 1
+                cp.pending += 1
 
     def add(self, slot_ms: int, phy_offset: int, size: int, magic: int, queue_offset: int) -> int:
         """Puts one record in the slot of `slot_ms` (log first, then the wheel); its log position."""
@@ -90,7 +99,22 @@ class TimerStore:
         prev = slot.last if slot.num else NO_PREV
         pos = self.log.append(TimerRecord(prev, slot_ms, phy_offset, size, magic, queue_offset))
         self.wheel.put(slot_ms, slot.first if slot.num else pos, pos, slot.num + 1)
+        self.checkpoint.pending += 1
         return pos
+
+    def scanned(self, slot_ms: int) -> None:
+        """The slot of `slot_ms` was delivered: its records are no longer pending."""
+        self.checkpoint.pending = max(0, self.checkpoint.pending - self.wheel.get(slot_ms).num)
+
+    def compact(self, min_bytes: int) -> bool:
+        """Rewrites the log without delivered records once it is over `min_bytes` and they are most of it
+        (each record is copied a bounded number of times); whether it did. The checkpoint is saved after."""
+        live = self.checkpoint.pending * RECORD_SIZE
+        if self.log.length <= min_bytes or self.log.length <= 4 * live:
+            return False
+        self._rebuild()
+        self.save(durable=True)
+        return True
 
     def entries(self, slot_ms: int) -> Iterator[TimerRecord]:
         """The slot's records, newest first (the chain runs backwards)."""

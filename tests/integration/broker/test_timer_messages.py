@@ -169,3 +169,25 @@ async def test_many_pending_timers_stay_in_bounded_memory(raw: Raw, serve_proc: 
     assert grown_kb < 4 * 1024, grown_kb
     timer_log = serve_proc.workdir / "store" / "timerlog" / "timerlog"  # type: ignore[attr-defined]
     assert timer_log.stat().st_size >= total * 40  # all of them are in the wheel's log
+
+
+async def test_the_timer_log_is_compacted_once_delivered(tmp_path: Path) -> None:
+    """Over mappedFileSizeTimerLog and mostly delivered, the timer log is rewritten with what is pending."""
+    client = RemotingClient()
+    try:
+        with start_serve(tmp_path, mappedFileSizeTimerLog=2000, timerFlushIntervalMs=200) as serve:
+            raw = Raw(client, serve.broker_addr, serve.address)
+            await raw.create_topic("TimerCompact", queues=1)
+            pending = await raw.send("TimerCompact", b"p", props={"TIMER_DELAY_SEC": "600", "UNIQ_KEY": "p"})
+            assert pending.code == ResponseCode.SUCCESS
+            for _ in range(100):
+                sent = await raw.send("TimerCompact", b"s", props={"TIMER_DELAY_MS": "300"})
+                assert sent.code == ResponseCode.SUCCESS
+            assert len(await _receive(raw, "TimerCompact", 100, within=10)) == 100
+            timer_log = tmp_path / "store" / "timerlog" / "timerlog"
+            deadline = time.monotonic() + 5
+            while timer_log.stat().st_size > 40 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert timer_log.stat().st_size == 40  # the pending one
+    finally:
+        await client.close()

@@ -107,3 +107,42 @@ def test_pending_timers_hold_no_python_objects(tmp_path: Path) -> None:
     assert os.path.getsize(store.log.path) == 200_000 * RECORD_SIZE
     assert sum(1 for _ in store.entries(1_000_000)) == 4
     store.close()
+
+
+def test_compaction_drops_delivered_records_and_keeps_pending(tmp_path: Path) -> None:
+    store = _open(tmp_path)
+    store.checkpoint.dequeue_ms = 1000
+    for i in range(100):
+        store.add(1000, i, 1, MAGIC_NORMAL, i)
+    store.add(9000, 500, 1, MAGIC_NORMAL, 100)
+    store.add(9000, 501, 1, MAGIC_NORMAL, 101)
+    assert not store.compact(0)  # nothing delivered yet: all of it is live
+    store.scanned(1000)
+    store.checkpoint.dequeue_ms = 2000
+    assert store.checkpoint.pending == 2
+    assert not store.compact(200 * RECORD_SIZE)  # under the size that makes it worth it
+    assert store.compact(0)
+    assert store.log.length == 2 * RECORD_SIZE
+    assert [r.phy_offset for r in store.entries(9000)] == [501, 500]
+    store.close()
+    again = _open(tmp_path)
+    assert [r.phy_offset for r in again.entries(9000)] == [501, 500]
+    assert again.checkpoint.enqueue_offset == 102
+    again.close()
+
+
+def test_a_rewrite_cut_by_a_kill_is_redone_from_the_old_log(tmp_path: Path) -> None:
+    store = _open(tmp_path)
+    store.add(9000, 7, 1, MAGIC_NORMAL, 0)
+    store.add(9000, 8, 1, MAGIC_NORMAL, 1)
+    store.save(durable=True)
+    path = store.log.path
+    store.log.close()
+    store.wheel.close()
+    os.replace(path, path + ".old")  # killed after the rename, the new log half written
+    with open(path, "wb") as f:
+        f.write(b"\xff" * RECORD_SIZE)
+    again = _open(tmp_path)
+    assert not os.path.exists(path + ".old")
+    assert [r.phy_offset for r in again.entries(9000)] == [8, 7]
+    again.close()

@@ -178,13 +178,16 @@ class TimerMessageService:
         await repeat(self.step, CHECK_INTERVAL, ERROR_BACKOFF, "the timer wheel")
 
     def step(self) -> None:
-        """Enqueues what came, delivers what is due, and checkpoints every timerFlushIntervalMs."""
+        """Enqueues what came, delivers what is due, and checkpoints (or compacts the log) every
+        timerFlushIntervalMs."""
         self.enqueue()
         self.dequeue()
         now = self.app.clock.now_ms()
         if now - self._flushed_ms >= self.app.config.timer_flush_interval_ms:
             self._flushed_ms = now
-            self.persist()
+            assert self.store is not None
+            if not self.store.compact(self.app.config.mapped_file_size_timer_log):
+                self.persist()
 
     # ------------------------------------------------------------------ timer topic -> wheel
     def enqueue(self) -> int:
@@ -230,6 +233,7 @@ class TimerMessageService:
             if now < slot + precision:
                 break
             count = self._deliver_slot(slot)
+            self.store.scanned(slot)
             cp.dequeue_ms = slot + precision
             if count:
                 delivered += count
