@@ -49,6 +49,7 @@ _REQUESTS: Final = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, START_DEL
 CHECK_INTERVAL: Final = 0.05
 ERROR_BACKOFF: Final = 1.0
 ENQUEUE_BATCH: Final = 1024
+ENQUEUE_BATCHES_PER_STEP: Final = 8  # a burst of timers is read in over several steps: the loop breathes
 SCAN_SLOTS_PER_PASS: Final = 4096  # empty slots skipped per pass after a long stop, so the loop breathes
 
 
@@ -195,7 +196,7 @@ class TimerMessageService:
         assert self.store is not None
         store, cp = self.app.store, self.store.checkpoint
         done = 0
-        while True:
+        for _ in range(ENQUEUE_BATCHES_PER_STEP):
             entries = store.read_consume_queue(TIMER_TOPIC, 0, cp.enqueue_offset, ENQUEUE_BATCH)
             if not entries:
                 low = store.get_min_offset_in_queue(TIMER_TOPIC, 0)
@@ -211,6 +212,7 @@ class TimerMessageService:
                     done += 1
                 cp.enqueue_offset = queue_offset + 1
             self.enqueued += len(entries)
+        return done
 
     def _place(self, out: int, phy: int, size: int, magic: int, queue_offset: int) -> None:
         assert self.store is not None
