@@ -98,11 +98,13 @@ class BrokerApp:
         from orbitmq.broker.services.registration import RegistrationService
         from orbitmq.broker.services.replication import ReplicationService
         from orbitmq.broker.services.schedule import ScheduleMessageService
+        from orbitmq.broker.services.timer import TimerMessageService
 
         self.registration = RegistrationService(self)
         self.replication = ReplicationService(self)
         self._transactions: TransactionalMessageService | None = None
         self.schedule = ScheduleMessageService(self)
+        self.timers = TimerMessageService(self)
 
     # ------------------------------------------------------------------------------------ address
     @property
@@ -153,6 +155,7 @@ class BrokerApp:
             query,
             reply,
             send,
+            send_recall,
         )
 
         for module in (
@@ -167,6 +170,7 @@ class BrokerApp:
             admin_tools,
             admin_stats,
             acl,
+            send_recall,
         ):
             module.register(self.server, self)
         if self.config.acl_enable:
@@ -199,6 +203,7 @@ class BrokerApp:
             self.subscription_groups.load()
             self.offsets.load()
             self.schedule.load()
+            self.timers.load()
             self._store.start()
         except BaseException:
             await self.server.stop()
@@ -279,6 +284,7 @@ class BrokerApp:
     def start_master_services(self) -> None:
         """The delay-level schedule and the transaction check: a master's (a promoted slave's too)."""
         self._spawn(self.schedule.run(), "schedule")
+        self._spawn(self.timers.run(), "timer wheel")
         check = TransactionalMessageCheckService(self.transactions, self._producer_channels)
         self._spawn(check.run(), "transaction check")
 
@@ -340,6 +346,7 @@ class BrokerApp:
                 self.topics.persist,
                 self.subscription_groups.persist,
                 self.schedule.persist,
+                self.timers.close,
             ):
                 try:
                     persist()

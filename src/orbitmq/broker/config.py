@@ -107,6 +107,21 @@ class BrokerConfig(ServerLimitFields):
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     """The delay of each delay level (1, 2, ...) of scheduled messages: space-separated durations with
     unit s, m, h or d."""
+    timer_wheel_enable: bool = True
+    """Take timer messages (a delivery time in TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS or
+    __STARTDELIVERTIME, or a 5.x client's delivery timestamp); false refuses them (timerWheelEnable)."""
+    timer_precision_ms: int = 1000
+    """Width in ms of one timer wheel slot: a timer message is delivered within this after its time
+    (timerPrecisionMs)."""
+    timer_max_delay_sec: int = 259200
+    """The furthest ahead, in seconds, a timer message may ask to be delivered; the wheel file holds two
+    such spans of slots (timerMaxDelaySec)."""
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    """Bytes the timer log may reach before it is rewritten without the records already delivered (when
+    those are most of it) (mappedFileSizeTimerLog)."""
+    timer_flush_interval_ms: int = 1000
+    """Milliseconds between two flushes of the timer log and wheel and their checkpoint
+    (timerFlushIntervalMs)."""
     flush_delay_offset_interval: int = 10000
     """Milliseconds between two saves of the delay levels' progress (delayOffset.json)."""
     default_query_max_num: int = 32
@@ -392,6 +407,10 @@ MINIMUMS: Final = {
     "recordTailCacheMaxEntries": 1,
     "tagsCodeCacheMaxEntries": 1,
     "indexDeferMaxEntries": 1,
+    "timerPrecisionMs": 1,
+    "timerMaxDelaySec": 1,
+    "timerFlushIntervalMs": 1,
+    "mappedFileSizeTimerLog": 0,
     "indexDeferMillis": 0,
     "indexTopicPrefixCacheMaxEntries": 1,
     "validNameCacheMaxEntries": 1,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
     from orbitmq.broker.locks import RebalanceLockManager
     from orbitmq.broker.long_polling import PullRequestHoldService
+    from orbitmq.broker.services.timer import TimerMessageService
     from orbitmq.broker.stats import BrokerStats
     from orbitmq.broker.subscription_groups import SubscriptionGroupManager
     from orbitmq.broker.topics import TopicConfig, TopicConfigManager
@@ -125,6 +126,9 @@ class BrokerContext(Protocol):
 
     @property
     def schedule(self) -> ScheduleView: ...
+
+    @property
+    def timers(self) -> TimerMessageService: ...
 
     @property
     def started_ms(self) -> int: ...

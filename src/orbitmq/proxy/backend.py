@@ -26,6 +26,15 @@ class BrokerSettings(Protocol):
     @property
     def extra(self) -> Mapping[str, str]: ...
 
+    @property
+    def timer_wheel_enable(self) -> bool: ...
+
+    @property
+    def timer_precision_ms(self) -> int: ...
+
+    @property
+    def timer_max_delay_sec(self) -> int: ...
+
 
 class TopicView(Protocol):
     @property

@@ -2,10 +2,10 @@
 send processor (SEND_MESSAGE_V2 over the client's local channel), so 4.x consumers read them as any.
 
 What maps where (RocketMQ 5's proxy does the same): tag -> TAGS, keys -> KEYS, message id -> UNIQ_KEY,
-message group -> __SHARDINGKEY (and the group's queue), a delivery timestamp -> TIMER_DELIVER_MS, a
-transaction -> TRAN_MSG and a prepared sys flag, the topic as producer group (PGROUP). orbitmq's broker has
-no timer wheel yet: a delivery timestamp also gets the delay level that delivers it first at or after its
-time (RocketMQ's proxy `useDelayLevel`), so it is delayed, to that level's step.
+message group -> __SHARDINGKEY (and the group's queue), a delivery timestamp -> TIMER_DELIVER_MS (the
+broker's timer wheel delivers it; the answer carries its recall handle, RecallMessage takes it back), a
+transaction -> TRAN_MSG and a prepared sys flag, the topic as producer group (PGROUP). With
+timerWheelEnable=false a delivery timestamp gets the first delay level at or after its time instead.
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ from orbitmq.proxy.queue_select import QueueSelector
 from orbitmq.proxy.route import check_topic, find_topic
 from orbitmq.proxy.status import Code, ProxyError, from_remoting, status
 from orbitmq.proxy.transaction import transaction_id
+from orbitmq.store.timer_names import decode_recall_handle, out_ms, recall_handle
 
 DEFAULT_TOPIC = "TBW102"  # the template topic of auto-created topics (createTopicKey)
+RECALL_MESSAGE = 370  # RocketMQ 5's remoting request code, and its answer to a refused recall
+ILLEGAL_OPERATION = 604
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,15 +171,47 @@ class Sender:
         return group
 
     def _delay(self, props: dict[str, str], deliver_ms: int) -> None:
+        config = self.broker.config
         delay = deliver_ms - int(time.time() * 1000)
-        if delay > self.limits.max_delay_ms:
-            raise ProxyError(
-                Code.ILLEGAL_DELIVERY_TIME,
-                f"the delivery time is more than {self.limits.max_delay_ms} ms ahead",
-            )
+        most = min(self.limits.max_delay_ms, config.timer_max_delay_sec * 1000)
+        if delay > most:
+            raise ProxyError(Code.ILLEGAL_DELIVERY_TIME, f"the delivery time is more than {most} ms ahead")
         props[TIMER_DELIVER_MS] = str(deliver_ms)
-        if delay > 0:
+        if delay > 0 and not config.timer_wheel_enable:  # no wheel: the delay level at or after it
             props[P.DELAY] = str(delay_level(self.broker.delay_levels_ms, delay))
+
+    def _recall_handle(self, topic: str, props: dict[str, str]) -> str:
+        """The handle that recalls this timer message (empty for any other message)."""
+        deliver = props.get(TIMER_DELIVER_MS)
+        if deliver is None or P.DELAY in props or int(deliver) <= int(time.time() * 1000):
+            return ""
+        config = self.broker.config
+        return recall_handle(
+            topic, config.broker_name, out_ms(int(deliver), config.timer_precision_ms), props[P.UNIQ_KEY]
+        )
+
+    async def recall(
+        self, channel: LocalChannel, request: spb.RecallMessageRequest
+    ) -> spb.RecallMessageResponse:
+        """RecallMessage: the broker's RECALL_MESSAGE for a timer message not delivered yet."""
+        topic = check_topic(request.topic)
+        find_topic(self.broker, topic)
+        try:
+            decode_recall_handle(request.recall_handle)
+        except ValueError as exc:
+            raise ProxyError(Code.BAD_REQUEST, str(exc)) from None
+        header = {"producerGroup": topic, "topic": topic, "recallHandle": request.recall_handle}
+        answer = await channel.invoke(
+            RemotingCommand.request(RECALL_MESSAGE, header), self.limits.request_timeout_s
+        )
+        if answer.code == ILLEGAL_OPERATION:
+            raise ProxyError(Code.BAD_REQUEST, answer.remark or "recall failed")
+        code = from_remoting(answer.code)
+        if code != Code.OK:
+            raise ProxyError(code, answer.remark or f"recall failed, code {answer.code}")
+        return spb.RecallMessageResponse(
+            status=status(Code.OK), message_id=answer.ext_fields.get("msgId", "")
+        )
 
     async def _store(
         self, channel: LocalChannel, topic: str, queue_id: int, item: tuple[dict[str, str], int, int, bytes]
@@ -212,6 +247,7 @@ class Sender:
             if sys_flag & TRANSACTION_PREPARED_TYPE
             else "",
             offset=offset,
+            recall_handle=self._recall_handle(topic, props),
         )
 
 

@@ -114,6 +114,11 @@ class MessagingService:
     ) -> spb.SendMessageResponse:
         return await self.sender.send(self.channels.get(ctx.client_id, ctx.peer), request)
 
+    async def recall_message(
+        self, ctx: CallContext, request: spb.RecallMessageRequest
+    ) -> spb.RecallMessageResponse:
+        return await self.sender.recall(self.channels.get(ctx.client_id, ctx.peer), request)
+
     async def end_transaction(
         self, ctx: CallContext, request: spb.EndTransactionRequest
     ) -> spb.EndTransactionResponse:
@@ -250,6 +255,7 @@ class MessagingService:
             "Heartbeat": (self.heartbeat, spb.HeartbeatRequest, spb.HeartbeatResponse),
             "SendMessage": (self.send_message, spb.SendMessageRequest, spb.SendMessageResponse),
             "EndTransaction": (self.end_transaction, spb.EndTransactionRequest, spb.EndTransactionResponse),
+            "RecallMessage": (self.recall_message, spb.RecallMessageRequest, spb.RecallMessageResponse),
             "AckMessage": (self.ack_message, spb.AckMessageRequest, spb.AckMessageResponse),
             "ChangeInvisibleDuration": (
                 self.change_invisible_duration,

@@ -209,10 +209,9 @@ def test_query_assignment_gives_the_broker_to_pop_from(serve: GrpcServe, stub: M
 
 
 def test_unserved_rpcs_answer_not_implemented(serve: GrpcServe, stub: MessagingServiceStub) -> None:
-    from rocketmq.grpc_protocol import RecallMessageRequest
-    from rocketmq.grpc_protocol.service_pb2 import PullMessageRequest
+    from rocketmq.grpc_protocol.service_pb2 import GetOffsetRequest, PullMessageRequest
 
-    answer = stub.RecallMessage(RecallMessageRequest(), metadata=metadata("n-1"), timeout=5)
+    answer = stub.GetOffset(GetOffsetRequest(), metadata=metadata("n-1"), timeout=5)
     assert answer.status.code == Code.NOT_IMPLEMENTED
     [streamed] = list(stub.PullMessage(PullMessageRequest(), metadata=metadata("n-1"), timeout=5))
     assert streamed.status.code == Code.NOT_IMPLEMENTED

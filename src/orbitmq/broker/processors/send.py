@@ -28,6 +28,7 @@ from orbitmq.broker.processors.send_request import (
 )
 from orbitmq.broker.processors.send_results import STORED_CODES, put_refusal
 from orbitmq.broker.processors.send_waits import SendWaits
+from orbitmq.broker.services.timer import has_timer
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -241,6 +242,7 @@ class SendProcessor:
                 not topic.startswith(_RETRY_PREFIX)
                 and DELAY_ENTRY not in properties_text
                 and TRAN_MSG_ENTRY not in properties_text
+                and not has_timer(properties_text)
             ):
                 # The common case: only WAIT goes and CLUSTER comes; no property map needed.
                 stored, wait = plain_properties(properties_text, cluster)
@@ -289,6 +291,7 @@ class SendProcessor:
             if parse_boolean(props.get(P.TRAN_MSG)):
                 topic, queue_id, sys_flag = app.transactions.prepare(topic, queue_id, sys_flag, props)
             else:
+                topic, queue_id = app.timers.redirect(topic, queue_id, sys_flag, props)  # timer messages
                 topic, queue_id = self.redirect_delayed(topic, queue_id, sys_flag, props)
             msg = StoreMessage(
                 topic=topic,

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from orbitmq.broker.config_files import dumps, read_json_file
 from orbitmq.broker.config_writer import persist_json
+from orbitmq.broker.services.reput import put_again, repeat
 from orbitmq.broker.topics import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from orbitmq.message import properties as P
 from orbitmq.message.record_decode import decode_record
 from orbitmq.message.validation import topic_problem
 from orbitmq.protocol.java_values import INT_MAX, parse_int
 from orbitmq.store.results import PutMessageStatus
-from orbitmq.store.store_message import stored_again
 
 if TYPE_CHECKING:
     from orbitmq.broker.context import BrokerContext
@@ -85,14 +85,7 @@ class ScheduleMessageService:
 
     async def run(self) -> None:
         await asyncio.sleep(CHECK_INTERVAL)
-        while True:
-            try:
-                self.deliver_due()
-            except Exception:
-                log.exception("delivering delayed messages failed; retrying in %ss", ERROR_BACKOFF)
-                await asyncio.sleep(ERROR_BACKOFF)
-                continue
-            await asyncio.sleep(CHECK_INTERVAL)
+        await repeat(self.deliver_due, CHECK_INTERVAL, ERROR_BACKOFF, "delivering delayed messages")
 
     def deliver_due(self) -> int:
         """One pass over every level; returns how many messages were delivered."""
@@ -168,9 +161,7 @@ class ScheduleMessageService:
             raise PoisonMessage(f"REAL_QID {props.get(P.REAL_QID, '')[:32]!r} is not a number") from None
         if not 0 <= real_queue <= INT_MAX:
             raise PoisonMessage(f"REAL_QID {real_queue} is not a queue id")
-        result = self.app.store.put_message(
-            stored_again(msg, real_topic, real_queue, props, msg.reconsume_times)
-        )
+        result = put_again(self.app.store, msg, real_topic, real_queue, props)
         if result.status in _POISON:
             raise PoisonMessage(f"the store refused it: {result.status.name} {result.remark or ''}")
         if not result.ok:
