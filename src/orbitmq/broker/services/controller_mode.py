@@ -204,6 +204,19 @@ class ControllerMode:
                 end,
             )
 
+    def epoch_cache(self) -> bytes:
+        """EpochEntryCache: each epoch from its start to the next one's (the last to the log's end)."""
+        entries = self.epochs.entries
+        end = self.app.store.get_max_phy_offset()
+        ends = [start for _, start in entries[1:]] + [end]
+        epochs = [
+            {"epoch": e, "startOffset": start, "endOffset": stop}
+            for (e, start), stop in zip(entries, ends, strict=True)
+        ]
+        return orjson.dumps(
+            {**self._group(), "brokerId": self.broker_id, "epochList": epochs, "maxOffset": end}
+        )
+
     # ---------------------------------------------------------------------------------- the loop
     async def heartbeat(self) -> None:
         c = self.app.config
