@@ -12,21 +12,11 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.integration.failover.test_broker_failover import BROKER_CONF
 
 from orbitmq.admin.cli import main
 from orbitmq.testing import ServerProcess
 from orbitmq.testing.launch import start_broker, start_namesrv
-
-BROKER_CONF: dict[str, Any] = {
-    "enableControllerMode": True,
-    "allAckInSyncStateSet": True,
-    "controllerHeartBeatTimeoutMills": 3000,
-    "checkSyncStateSetPeriod": 500,
-    "haMaxTimeSlaveNotCatchup": 3000,
-    "haSendHeartbeatInterval": 500,
-    "brokerHeartbeatInterval": 500,
-    "mappedFileSizeCommitLog": 1024 * 1024,
-}
 
 
 class Group:

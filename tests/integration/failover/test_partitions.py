@@ -35,23 +35,14 @@ from orbitmq.testing.process import ServerProcess
 from orbitmq.testing.requests import send_ext
 from orbitmq.transport.client import RemotingClient
 
+from . import test_broker_failover as failover
 from .conftest import eventually, replica_info
 
 pytestmark = pytest.mark.timeout(180)
 
 TOPIC = "PartitionTopic"
 QUEUES = 4
-HEARTBEAT_TIMEOUT_MS = 3000
-BROKER_CONF: dict[str, Any] = {
-    "enableControllerMode": True,
-    "allAckInSyncStateSet": True,
-    "controllerHeartBeatTimeoutMills": HEARTBEAT_TIMEOUT_MS,
-    "checkSyncStateSetPeriod": 500,
-    "haMaxTimeSlaveNotCatchup": 3000,
-    "haSendHeartbeatInterval": 500,
-    "brokerHeartbeatInterval": 500,
-    "mappedFileSizeCommitLog": 4 * 1024 * 1024,
-}
+BROKER_CONF = {**failover.BROKER_CONF, "mappedFileSizeCommitLog": 4 * 1024 * 1024}
 
 
 @dataclass
@@ -383,3 +374,25 @@ async def test_a_lagging_slave_leaves_and_rejoins_the_sync_state_set(group: Grou
         info = await group_info(g)
         assert info["masterBrokerId"] == "1"
         await check_history(g, load)
+
+
+def test_the_lab_removes_everything_when_a_test_fails(tmp_path: Path) -> None:
+    """A failure inside the lab: its processes (a stopped one too) are killed, its namespaces and links
+    deleted, and nothing was added to the test's own namespace."""
+    links_before = Path("/proc/net/dev").read_text().count(":")
+    try:
+        lab = NetLab()
+    except NetLabUnavailable as exc:
+        print(f"\nskipped: {exc}")
+        pytest.skip(str(exc))
+    with pytest.raises(RuntimeError, match="boom"), lab:
+        lab.add("a")
+        ns_conf = write_properties(tmp_path / "ns.conf", {"kvConfigPath": tmp_path / "kv.json"})
+        args = ["-c", str(ns_conf), "--host", lab.nodes["a"], "-p", "9876"]
+        proc = lab.start("a", "namesrv", args, tmp_path, name="ns", expect=("namesrv",), primary="namesrv")
+        assert proc.address == f"{lab.nodes['a']}:9876"
+        os.kill(proc.pid, signal.SIGSTOP)
+        raise RuntimeError("boom")
+    assert proc.returncode is not None
+    assert not list(Path("/run/netns").glob(f"{lab.prefix}-*"))
+    assert Path("/proc/net/dev").read_text().count(":") == links_before
