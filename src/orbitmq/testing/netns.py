@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import itertools
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 from orbitmq.testing.process import ServerProcess
 
 CLONE_NEWNET = 0x40000000
+_labs = itertools.count()
 
 
 class NetLabUnavailable(RuntimeError):
@@ -36,10 +38,10 @@ def _ip(*args: str, check: bool = True, tool: str = "ip") -> subprocess.Complete
 
 
 class NetLab:
-    """Namespaces `omq<pid>-<node>` on the subnet 10.77.<n>.0/24, the hub bridge in `omq<pid>-hub`."""
+    """Namespaces `omq<pid>x<n>-<node>` on the subnet 10.<subnet>.0.0/24, the bridge in `...-hub`."""
 
     def __init__(self, subnet: int = 77) -> None:
-        self.prefix = f"omq{os.getpid()}"
+        self.prefix = f"omq{os.getpid()}x{next(_labs)}"
         self.subnet = subnet
         self.nodes: dict[str, str] = {}  # node -> its address
         self.processes: list[ServerProcess] = []
