@@ -61,6 +61,7 @@ class AdminBase:
         self,
         namesrv_addrs: str | Sequence[str] | None = None,
         *,
+        require_namesrv: bool = True,
         timeout: float = 5.0,
         connect_timeout: float = 3.0,
         access_key: str | None = None,
@@ -69,7 +70,7 @@ class AdminBase:
         tls: bool | TlsClientSettings = False,
     ) -> None:
         addrs = parse_namesrv_addrs(namesrv_addrs)
-        if not addrs:
+        if not addrs and require_namesrv:
             raise ClientError("no name server address: pass -n host:port (';' separates several)")
         self.namesrv_addrs = addrs
         self.timeout = timeout

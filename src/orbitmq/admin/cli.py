@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from orbitmq.admin import (
     acl_commands,
+    controller_commands,
     group_commands,
     message_commands,
     stats_commands,
@@ -30,6 +31,7 @@ from orbitmq.protocol.codes import ResponseCode
 # Imported for their @command registrations.
 _SUBCOMMAND_MODULES = (
     topic_commands,
+    controller_commands,
     group_commands,
     message_commands,
     acl_commands,
@@ -172,6 +174,7 @@ async def run_command(cmd: Command, args: argparse.Namespace) -> Report:
         raise ClientError("--access-key needs --secret-key (or ORBITMQ_SECRET_KEY)")
     async with AdminClient(
         args.namesrv,
+        require_namesrv=cmd.namesrv,
         timeout=args.timeout,
         access_key=args.access_key,
         secret_key=args.secret_key,

@@ -34,18 +34,22 @@ class Command:
     help: str
     configure: Configure
     run: Runner
+    namesrv: bool = True  # False: runs without a name server (the controller's verbs)
 
 
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, help: str, configure: Configure) -> Callable[[Runner], Runner]:
-    """Register the decorated runner as subcommand `name` (mqadmin's spelling)."""
+def command(
+    name: str, help: str, configure: Configure, *, namesrv: bool = True
+) -> Callable[[Runner], Runner]:
+    """Register the decorated runner as subcommand `name` (mqadmin's spelling); `namesrv=False` when it
+    can run without -n."""
 
     def register(run: Runner) -> Runner:
         if name in COMMANDS:
             raise ValueError(f"duplicate admin subcommand {name}")
-        COMMANDS[name] = Command(name, help, configure, run)
+        COMMANDS[name] = Command(name, help, configure, run, namesrv)
         return run
 
     return register

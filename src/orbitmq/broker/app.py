@@ -27,6 +27,7 @@ from orbitmq.broker.transaction.check import TransactionalMessageCheckService
 from orbitmq.broker.transaction.service import TransactionalMessageService, TransactionConfig
 from orbitmq.common import malloc_tuning
 from orbitmq.common.clock import SYSTEM_CLOCK, Clock
+from orbitmq.controller.codes import GET_BROKER_EPOCH_CACHE
 from orbitmq.message.hashing import set_tags_code_cache_max
 from orbitmq.message.record_layout import set_tail_cache_max
 from orbitmq.message.validation import set_valid_names_max
@@ -173,6 +174,8 @@ class BrokerApp:
             send_recall,
         ):
             module.register(self.server, self)
+        if self.config.enable_controller_mode:  # mqadmin getBrokerEpoch
+            self.server.register(GET_BROKER_EPOCH_CACHE, self.replication.epoch_cache)
         if self.config.acl_enable:
             self.acl = PlainAccessValidator(self.config.acl_file)
             acl.install_hook(self.server, self.acl)

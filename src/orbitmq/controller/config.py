@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orbitmq.protocol.config_values import BOOLEAN, boolean_warning, kind_of_annotation, parse_value
 
@@ -75,6 +76,35 @@ class ControllerConfig:
         if len(peers) > 1 and self.controller_raft_port_offset == 0:
             raise ValueError("controllerRaftPortOffset must not be 0: Raft needs a port of its own")
 
+    def properties(self) -> dict[str, str]:
+        """Every key and its value as a properties file writes it (GET_CONTROLLER_CONFIG); never the
+        Raft password."""
+        out = {}
+        for camel, attr in _BY_CAMEL.items():
+            value = getattr(self, attr)
+            if camel == "controllerRaftPassword":
+                value = "******" if value else ""
+            out[camel] = ("true" if value else "false") if isinstance(value, bool) else str(value or "")
+        return out
+
+    def update(self, props: Mapping[str, str]) -> None:
+        """UPDATE_CONTROLLER_CONFIG: apply every key or none. PermissionError for a key fixed while
+        running (RUNTIME_FIXED: where it listens, stores, and who its Raft peers are); ValueError for an
+        unknown key or a bad value."""
+        values: dict[str, Any] = {}
+        for key, raw in props.items():
+            name = key.strip()
+            if name in RUNTIME_FIXED:
+                raise PermissionError(f"{name} cannot be changed while the controller runs")
+            attr = _BY_CAMEL.get(name)
+            if attr is None:
+                raise ValueError(f"unknown controller config key {name}")
+            values[attr] = parse_value(name, raw, kind_of_annotation(_FIELDS[attr].type))
+        trial = dataclasses.replace(self, **values)
+        trial.check()
+        for attr, value in values.items():
+            setattr(self, attr, value)
+
     @property
     def peers(self) -> dict[str, str]:
         """Raft id -> Raft address, from `controllerDLegerPeers`."""
@@ -124,4 +154,18 @@ CONTROLLER_CONFIG_KEYS = frozenset(_BY_CAMEL)
 # The keys a namesrv.conf may hold for the controller it embeds (enableControllerInNamesrv).
 CONTROLLER_KEYS = frozenset(
     {"enableControllerInNamesrv", *(name for name in _BY_CAMEL if name != "listenPort")}
+)
+# Keys UPDATE_CONTROLLER_CONFIG refuses (RocketMQ's configBlackList, plus what cannot move at runtime).
+RUNTIME_FIXED = frozenset(
+    {
+        "configBlackList",
+        "configStorePath",
+        "listenPort",
+        "controllerDLegerGroup",
+        "controllerDLegerPeers",
+        "controllerDLegerSelfId",
+        "controllerStorePath",
+        "controllerRaftPortOffset",
+        "controllerRaftPassword",
+    }
 )

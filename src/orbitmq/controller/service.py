@@ -26,11 +26,13 @@ from orbitmq.controller.state import (
     INVALID_REQUEST,
     MASTER_STILL_EXIST,
     NO_MASTER,
+    NO_PERMISSION,
     NOT_LEADER,
     SUCCESS,
     GroupState,
 )
 from orbitmq.protocol.command import RemotingCommand
+from orbitmq.protocol.properties_text import decode_properties_text
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.server import RemotingServer
 
@@ -100,6 +102,9 @@ class ControllerService:
             (codes.CONTROLLER_ALTER_SYNC_STATE_SET, self._alter),
             (codes.CONTROLLER_GET_REPLICA_INFO, self._replica_info),
             (codes.CONTROLLER_GET_SYNC_STATE_DATA, self._sync_state_data),
+            (codes.GET_CONTROLLER_CONFIG, self._get_config),
+            (codes.UPDATE_CONTROLLER_CONFIG, self._update_config),
+            (codes.CLEAN_BROKER_DATA, self._clean_broker_data),
         ):
             server.register(code, handler)
         server.add_connection_listener(on_close=self._connection_closed)
@@ -206,7 +211,10 @@ class ControllerService:
 
     async def _elect(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         f = request.ext_fields
-        result = await self.elect(f.get("brokerName", ""), _int(f, "brokerId", NO_MASTER))
+        designate = f.get("designateElect", "false").strip().lower() == "true"  # an operator's electMaster
+        result = await self.elect(
+            f.get("brokerName", ""), _int(f, "brokerId", NO_MASTER), designate=designate
+        )
         ok = result["code"] in (SUCCESS, MASTER_STILL_EXIST)
         return _answer(result, sync_state_set_body(result) if ok else b"")
 
@@ -276,9 +284,49 @@ class ControllerService:
             }
         return RemotingCommand.response(SUCCESS, None, None, orjson.dumps({"replicasInfoTable": table}))
 
+    def _get_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONTROLLER_CONFIG: this controller's keys as properties text."""
+        text = "".join(f"{k}={v}\n" for k, v in sorted(self.config.properties().items()))
+        return RemotingCommand.response(SUCCESS, None, None, text.encode())
+
+    def _update_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """UPDATE_CONTROLLER_CONFIG: properties text applied to this controller (each is told itself)."""
+        try:
+            self.config.update(decode_properties_text(request.body_bytes().decode("utf-8")))
+        except PermissionError as exc:
+            return RemotingCommand.response(NO_PERMISSION, str(exc))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return RemotingCommand.response(INVALID_REQUEST, str(exc))
+        log.info("controller config updated: %s", request.body_bytes().decode().strip().replace("\n", ", "))
+        return RemotingCommand.response(SUCCESS)
+
+    async def _clean_broker_data(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """CLEAN_BROKER_DATA: forget a group, or some of its broker ids (`1;2;3`), on the leader."""
+        f = request.ext_fields
+        name = f.get("brokerName", "")
+        try:
+            ids = [int(i) for i in f.get("brokerControllerIdsToClean", "").split(";") if i.strip()]
+        except ValueError as exc:
+            return RemotingCommand.response(
+                codes.INVALID_CLEAN_BROKER_METADATA, f"brokerControllerIdsToClean: {exc}"
+            )
+        living = f.get("isCleanLivingBroker", f.get("cleanLivingBroker", "false")).strip().lower() == "true"
+        alive = sorted(self.liveness.alive(name))
+        command = {
+            "op": "clean_broker_data",
+            "brokerName": name,
+            "ids": ids,
+            "alive": alive,
+            "cleanLiving": living,
+        }
+        result = await self._submit(command)
+        if result["code"] == SUCCESS:
+            log.warning("controller: metadata of %s cleaned (ids %s)", name, ids or "all")
+        return _answer(result)
+
     # ------------------------------------------------------------------------------------ election
     async def elect(
-        self, broker_name: str, preferred: int = NO_MASTER, *, force: bool = False
+        self, broker_name: str, preferred: int = NO_MASTER, *, force: bool = False, designate: bool = False
     ) -> dict[str, Any]:
         alive = {
             bid: [info.epoch, info.max_offset, info.priority]
@@ -294,6 +342,7 @@ class ControllerService:
                 "alive": {str(k): v for k, v in alive.items()},
                 "unclean": self.config.enable_elect_unclean_master,
                 "force": force,
+                "designate": designate,
             }
         )
         if result["code"] == ELECT_MASTER_FAILED and old_master != NO_MASTER:
@@ -373,8 +422,8 @@ class ControllerService:
         return min(interval, max(0.05, (due - self.clock.now_ms()) / 1000 + 0.01))
 
     async def _scan_loop(self) -> None:
-        interval = self.config.scan_not_active_broker_interval / 1000
         while True:
+            interval = self.config.scan_not_active_broker_interval / 1000  # (updateControllerConfig)
             await asyncio.sleep(self._next_scan_in(interval))
             if self.replicated is None or not self.replicated.is_leader:
                 continue

@@ -12,6 +12,7 @@ from typing import Any
 
 # RocketMQ 5's controller response codes (ResponseCode.CONTROLLER_*).
 SUCCESS = 0
+NO_PERMISSION = 16
 FENCED_MASTER_EPOCH = 2000
 FENCED_SYNC_STATE_SET_EPOCH = 2001
 INVALID_MASTER = 2002
@@ -21,6 +22,7 @@ INVALID_REQUEST = 2005
 BROKER_NOT_ALIVE = 2006
 NOT_LEADER = 2007
 BROKER_METADATA_NOT_EXIST = 2008
+INVALID_CLEAN_BROKER_METADATA = 2009
 BROKER_NEED_TO_BE_REGISTERED = 2010
 MASTER_STILL_EXIST = 2011
 ELECT_MASTER_FAILED = 2012
@@ -111,6 +113,8 @@ class ReplicasState:
         if group is None:
             return _fail(BROKER_METADATA_NOT_EXIST, f"no broker group {c['brokerName']!r}")
         alive = {int(k): v for k, v in dict(c["alive"]).items() if int(k) in group.brokers}
+        if c.get("designate"):
+            return self._elect_designated(group, alive, int(c["brokerId"]), bool(c.get("unclean")))
         if group.master_id != NO_MASTER and group.master_id in alive and not c.get("force"):
             return {**group.replica_info(), "code": MASTER_STILL_EXIST, "remark": "the master is alive"}
         fresh = group.master_epoch == 0 and not group.sync_state_set
@@ -130,6 +134,54 @@ class ReplicasState:
         group.sync_state_set = {new_master}
         group.sync_state_set_epoch += 1
         return group.replica_info()
+
+    @staticmethod
+    def _elect_designated(
+        group: GroupState, alive: dict[int, Any], broker_id: int, unclean: bool
+    ) -> dict[str, Any]:
+        """An operator's electMaster: `broker_id` becomes master if alive and in the SyncStateSet (or any
+        alive replica when unclean), even while the master lives; otherwise nothing changes."""
+        if broker_id == group.master_id:
+            return {
+                **group.replica_info(),
+                "code": MASTER_STILL_EXIST,
+                "remark": f"{broker_id} is the master",
+            }
+        if broker_id not in alive or not (unclean or broker_id in group.sync_state_set):
+            in_sync = sorted(group.sync_state_set)
+            remark = f"broker {broker_id} is not an alive replica of the SyncStateSet {in_sync}"
+            return _fail(ELECT_MASTER_FAILED, remark)
+        group.master_id = broker_id
+        group.master_epoch += 1
+        group.sync_state_set = {broker_id}
+        group.sync_state_set_epoch += 1
+        return group.replica_info()
+
+    def _clean_broker_data(self, c: dict[str, Any]) -> dict[str, Any]:
+        """CLEAN_BROKER_DATA: forget the listed broker ids of a group (all of it when none are listed);
+        living brokers only with `cleanLiving` (a group with a master counts as living)."""
+        name = str(c["brokerName"])
+        group = self.groups.get(name)
+        if group is None:
+            return _fail(INVALID_CLEAN_BROKER_METADATA, f"broker {name} does not exist, nothing to clean")
+        ids = {int(i) for i in c.get("ids") or []}
+        if not c.get("cleanLiving"):
+            if not ids and group.master_id != NO_MASTER:
+                return _fail(INVALID_CLEAN_BROKER_METADATA, f"broker {name} is still alive, not cleaned")
+            living = ids & {int(i) for i in c.get("alive", [])}
+            if living:
+                return _fail(INVALID_CLEAN_BROKER_METADATA, f"broker {name} ids {sorted(living)} are alive")
+        if not ids:
+            del self.groups[name]
+            return {"code": SUCCESS}
+        for broker_id in ids:
+            group.brokers.pop(broker_id, None)
+            group.sync_state_set.discard(broker_id)
+        if group.master_id in ids:
+            group.master_id = NO_MASTER
+        if not group.brokers:
+            del self.groups[name]
+        return {"code": SUCCESS}
 
     def _alter_sync_state_set(self, c: dict[str, Any]) -> dict[str, Any]:
         """CONTROLLER_ALTER_SYNC_STATE_SET from the master of the current epoch, fenced by both epochs."""
@@ -189,4 +241,5 @@ _HANDLERS = {
     "register": ReplicasState._register,
     "elect": ReplicasState._elect,
     "alter_sync_state_set": ReplicasState._alter_sync_state_set,
+    "clean_broker_data": ReplicasState._clean_broker_data,
 }

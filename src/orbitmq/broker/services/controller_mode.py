@@ -87,6 +87,10 @@ class ControllerMode:
         app.outbound.register(codes.NOTIFY_BROKER_ROLE_CHANGED, self.on_role_changed)
         self._master_services = False  # the schedule and transaction check run once started
         self._fenced = False  # a master that cannot hear the controller refuses writes (`_fence`)
+        # When the last heartbeat the leader answered was sent: the leader cannot have heard from us later
+        # than that, so it elects no one before it plus controllerHeartBeatTimeoutMills (`_lease_check`).
+        self._heard = 0.0
+        self._lease_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------------------- controllers
     async def call(self, code: int, fields: dict[str, str], body: bytes = b"") -> RemotingCommand:
@@ -220,6 +224,19 @@ class ControllerMode:
                 end,
             )
 
+    def epoch_cache(self) -> bytes:
+        """EpochEntryCache: each epoch from its start to the next one's (the last to the log's end)."""
+        entries = self.epochs.entries
+        end = self.app.store.get_max_phy_offset()
+        ends = [start for _, start in entries[1:]] + [end]
+        epochs = [
+            {"epoch": e, "startOffset": start, "endOffset": stop}
+            for (e, start), stop in zip(entries, ends, strict=True)
+        ]
+        return orjson.dumps(
+            {**self._group(), "brokerId": self.broker_id, "epochList": epochs, "maxOffset": end}
+        )
+
     # ---------------------------------------------------------------------------------- the loop
     async def heartbeat(self) -> None:
         c = self.app.config
@@ -235,13 +252,40 @@ class ControllerMode:
             fields["maxOffset"] = str(self.app.store.get_max_phy_offset())
             fields["confirmOffset"] = fields["maxOffset"]
 
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+
         async def one(addr: str) -> None:
             with contextlib.suppress(Exception):
-                await self.app.outbound.invoke(
+                answer = await self.app.outbound.invoke(
                     addr, RemotingCommand.request(codes.BROKER_HEARTBEAT, fields), CONTROLLER_TIMEOUT
                 )
+                if answer.code == SUCCESS and (addr == self._leader or len(self.addresses) == 1):
+                    self._renew_lease(sent)
 
         await asyncio.gather(*(one(a) for a in self.addresses))
+
+    @property
+    def _lease(self) -> float:
+        """How long after an answered heartbeat was sent a master may keep writing: the controller's
+        heartbeat timeout less a margin (a quarter, at most a second) for the scan and clock rates."""
+        timeout = self.app.config.controller_heart_beat_timeout_mills / 1000
+        return timeout - min(1.0, timeout / 4)
+
+    def _renew_lease(self, sent: float) -> None:
+        if sent <= self._heard:
+            return
+        self._heard = sent
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+        self._lease_timer = asyncio.get_running_loop().call_at(sent + self._lease, self._lease_check)
+
+    def _lease_check(self) -> None:
+        """The lease ran out: the controller may elect another master any moment, so stop writing now
+        (not when the next controller call times out)."""
+        self._lease_timer = None
+        if asyncio.get_running_loop().time() >= self._heard + self._lease:
+            self._fence(True)
 
     def on_role_changed(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """NOTIFY_BROKER_ROLE_CHANGED: re-read the replica info now rather than at the next beat."""
@@ -256,6 +300,8 @@ class ControllerMode:
             await self._follow_loop()
         finally:
             beats.cancel()
+            if self._lease_timer is not None:
+                self._lease_timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beats
 
@@ -277,7 +323,8 @@ class ControllerMode:
                 if answer.code == SUCCESS:
                     confirmed = loop.time()
                     await self._follow(answer)
-                    self._fence(False)
+                    if loop.time() < self._heard + self._lease:
+                        self._fence(False)
                 if self.is_master:
                     await self._check_sync_state_set()
             except ControllerUnavailable as exc:

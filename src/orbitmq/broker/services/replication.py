@@ -52,6 +52,12 @@ class ReplicationService:
         self._sync_task: asyncio.Task[None] | None = None  # a master's, idle until it steps down
         self._expected_master: str | None = None
 
+    def epoch_cache(self, conn: object, request: RemotingCommand) -> RemotingCommand:
+        """GET_BROKER_EPOCH_CACHE (mqadmin getBrokerEpoch): the controller mode's epochs."""
+        if self.controller is None:
+            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, "the broker is not in controller mode")
+        return RemotingCommand.response(ResponseCode.SUCCESS, None, None, self.controller.epoch_cache())
+
     @property
     def ha_port(self) -> int | None:
         return self.ha.port if self.ha is not None else None
