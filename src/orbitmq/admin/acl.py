@@ -42,7 +42,7 @@ class AclAdmin(AdminBase):
         )
         targets = await self.broker_targets(broker_addr, cluster)
         for addr in targets:
-            await self._call(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
+            await self.call(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
         return targets
 
     async def delete_acl_config(
@@ -50,7 +50,7 @@ class AclAdmin(AdminBase):
     ) -> list[str]:
         targets = await self.broker_targets(broker_addr, cluster)
         for addr in targets:
-            await self._call(addr, RequestCode.DELETE_ACL_CONFIG, {"accessKey": access_key})
+            await self.call(addr, RequestCode.DELETE_ACL_CONFIG, {"accessKey": access_key})
         return targets
 
     async def update_global_white_addrs(
@@ -58,7 +58,7 @@ class AclAdmin(AdminBase):
     ) -> list[str]:
         targets = await self.broker_targets(broker_addr, cluster)
         for addr in targets:
-            await self._call(
+            await self.call(
                 addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, {"globalWhiteAddrs": ",".join(addresses)}
             )
         return targets
@@ -69,7 +69,7 @@ class AclAdmin(AdminBase):
         """GET_BROKER_CLUSTER_ACL_INFO of each broker: cluster, broker name and address, data version."""
         out: list[dict[str, object]] = []
         for addr in await self.broker_targets(broker_addr, cluster):
-            ext = (await self._call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
+            ext = (await self.call(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
             version = orjson.loads(ext.get("version") or "{}")
             out.append(
                 {

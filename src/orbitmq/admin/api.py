@@ -94,14 +94,14 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
         """DELETE_TOPIC_IN_BROKER on every master of the cluster, then remove the route everywhere."""
         targets = await self.broker_targets(None, cluster)
         for addr in targets:
-            await self._call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext_fields(topic=topic))
+            await self.call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext_fields(topic=topic))
         await self.delete_topic_in_namesrv(topic, cluster)
         return targets
 
     async def topic_status(self, topic: str) -> list[QueueStatus]:
         rows = []
         for name, addr in (await self.topic_masters(topic)).items():
-            resp = await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext_fields(topic=topic))
+            resp = await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext_fields(topic=topic))
             table = TopicStatsTable.from_json(resp.body_bytes())
             for mq, off in table.offset_table.items():
                 rows.append(
@@ -112,32 +112,32 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
     # ---- brokers ----------------------------------------------------------------------------
 
     async def broker_runtime_info(self, addr: str) -> dict[str, str]:
-        resp = await self._call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        resp = await self.call(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return dict(KVTable.from_json(resp.body_bytes()).table) if resp.body_length else {}
 
     async def topic_consumer_groups(self, addr: str, topic: str) -> list[str]:
         """QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume `topic` on the broker at `addr`."""
-        resp = await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        resp = await self.call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
         return list(GroupList.from_json(resp.body_bytes()).group_list)
 
     async def broker_config(self, addr: str) -> dict[str, str]:
-        resp = await self._call(addr, RequestCode.GET_BROKER_CONFIG)
+        resp = await self.call(addr, RequestCode.GET_BROKER_CONFIG)
         return decode_properties_text(resp.body_bytes())
 
     async def update_broker_config(self, addr: str, props: Mapping[str, str]) -> None:
-        await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, body=encode_properties_text(props))
+        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, body=encode_properties_text(props))
 
     # ---- subscription groups and consumers --------------------------------------------------
 
     async def update_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
-        await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
 
     async def subscription_groups(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
-        resp = await self._call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        resp = await self.call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return dict(SubscriptionGroupWrapper.from_json(resp.body_bytes()).subscription_group_table)
 
     async def delete_subscription_group(self, addr: str, group: str, *, remove_offset: bool = False) -> None:
-        await self._call(
+        await self.call(
             addr,
             RequestCode.DELETE_SUBSCRIPTIONGROUP,
             ext_fields(groupName=group, removeOffset=remove_offset),
@@ -154,7 +154,7 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
         rows: list[QueueProgress] = []
         tps = 0.0
         for name, addr in (await self._group_brokers(group, topic)).items():
-            resp = await self._call(
+            resp = await self.call(
                 addr, RequestCode.GET_CONSUME_STATS, ext_fields(consumerGroup=group, topic=topic)
             )
             stats = ConsumeStats.from_json(resp.body_bytes())
@@ -184,7 +184,7 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
         last: BrokerError | None = None
         for entry in await self.master_brokers():
             try:
-                resp = await self._call(
+                resp = await self.call(
                     entry.address, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext_fields(consumerGroup=group)
                 )
             except BrokerError as exc:
@@ -204,7 +204,7 @@ class AdminClient(AclAdmin, BrokerStatsAdmin, MessageAdmin):
         """INVOKE_BROKER_TO_RESET_OFFSET on each master of the topic; returns the new offsets."""
         out = []
         for name, addr in (await self.topic_masters(topic)).items():
-            resp = await self._call(
+            resp = await self.call(
                 addr,
                 RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
                 ext_fields(topic=topic, group=group, timestamp=timestamp_ms, isForce=force),

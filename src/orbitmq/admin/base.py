@@ -104,7 +104,7 @@ class AdminBase:
 
     # ---- plumbing ---------------------------------------------------------------------------
 
-    async def _call(
+    async def call(
         self,
         addr: str,
         code: int,
@@ -201,7 +201,7 @@ class AdminBase:
         failures: list[OrbitError | OSError] = []
         for addr in self.namesrv_addrs:
             try:
-                await self._call(addr, code, ext)
+                await self.call(addr, code, ext)
             except (OrbitError, OSError) as exc:
                 failures.append(exc)
         if len(failures) == len(self.namesrv_addrs):

@@ -44,7 +44,7 @@ class BrokerStatsAdmin(AdminBase):
     ) -> BrokerConsumeStats:
         """Every subscription group's ConsumeStats per topic on one broker (`is_order`: ordered topics
         only); mqadmin waits up to 50 s for it on a broker with many groups."""
-        resp = await self._call(
+        resp = await self.call(
             addr, RequestCode.GET_BROKER_CONSUME_STATS, ext_fields(isOrder=is_order), timeout=timeout
         )
         obj = java_json.loads(resp.body_bytes())
@@ -57,7 +57,7 @@ class BrokerStatsAdmin(AdminBase):
     async def view_broker_stats_data(self, addr: str, name: str, key: str) -> dict[str, StatsWindow]:
         """{"statsMinute": .., "statsHour": .., "statsDay": ..}; BrokerError SYSTEM_ERROR when the broker
         never counted that item."""
-        resp = await self._call(
+        resp = await self.call(
             addr, RequestCode.VIEW_BROKER_STATS_DATA, ext_fields(statsName=name, statsKey=key)
         )
         obj = java_json.loads(resp.body_bytes())
@@ -77,7 +77,7 @@ class BrokerStatsAdmin(AdminBase):
         out: dict[str, bool] = {}
         for addr in targets:
             try:
-                await self._call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+                await self.call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
             except BrokerError:
                 out[addr] = False
             else:

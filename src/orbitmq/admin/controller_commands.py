@@ -41,7 +41,7 @@ async def _ask(
     admin: AdminClient, addr: str, code: int, fields: dict[str, str] | None = None, body: bytes = b""
 ) -> RemotingCommand:
     try:
-        return await admin._call(addr, code, fields, body)
+        return await admin.call(addr, code, fields, body)
     except BrokerError as exc:
         if exc.code in CODE_NAMES:
             raise AdminError(f"{addr} answered {CODE_NAMES[exc.code]} ({exc.code}): {exc.remark}") from None
