@@ -18,6 +18,7 @@ from orbitmq.broker.processors.flush_waits import FlushWaits
 from orbitmq.broker.processors.send_back import send_back
 from orbitmq.broker.processors.send_request import (
     DELAY_ENTRY,
+    TIMER_MARK,
     TRAN_MSG_ENTRY,
     V1_NAMES,
     V2_NAMES,
@@ -28,7 +29,6 @@ from orbitmq.broker.processors.send_request import (
 )
 from orbitmq.broker.processors.send_results import STORED_CODES, put_refusal
 from orbitmq.broker.processors.send_waits import SendWaits
-from orbitmq.broker.services.timer import has_timer
 from orbitmq.broker.topics import (
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -58,6 +58,7 @@ from orbitmq.store.config import SYNC_FLUSH
 from orbitmq.store.message_store import MessageStore
 from orbitmq.store.results import PutMessageResult, PutMessageStatus
 from orbitmq.store.store_message import StoreBatch, StoreMessage
+from orbitmq.store.timer_names import START_DELIVER_TIME
 from orbitmq.transport.connection import Connection
 from orbitmq.transport.dispatch import Later
 
@@ -242,7 +243,8 @@ class SendProcessor:
                 not topic.startswith(_RETRY_PREFIX)
                 and DELAY_ENTRY not in properties_text
                 and TRAN_MSG_ENTRY not in properties_text
-                and not has_timer(properties_text)
+                and TIMER_MARK not in properties_text
+                and START_DELIVER_TIME not in properties_text
             ):
                 # The common case: only WAIT goes and CLUSTER comes; no property map needed.
                 stored, wait = plain_properties(properties_text, cluster)

@@ -38,6 +38,9 @@ V1_NAMES: Final[dict[str, str]] = {long: long for long in V2_TO_V1.values()}
 # Properties that need the full property map (delay redirect, transactions); others take the fast path.
 DELAY_ENTRY: Final = P.DELAY + "\x01"
 TRAN_MSG_ENTRY: Final = P.TRAN_MSG + "\x01"
+# With START_DELIVER_TIME, what a property asking for a delivery time contains (TIMER_DELIVER_MS,
+# TIMER_DELAY_SEC/MS): the send path's cheap test before it parses properties (services/timer.py reads them).
+TIMER_MARK: Final = "TIMER_"
 _DROPPED_PREFIXES: Final = (P.WAIT + "\x01", P.CLUSTER + "\x01")
 
 

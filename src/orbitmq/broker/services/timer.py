@@ -61,11 +61,6 @@ class TimerRefused(BadRequest):
         super().__init__(ResponseCode.MESSAGE_ILLEGAL, reason)
 
 
-def has_timer(properties_text: str) -> bool:
-    """Whether encoded properties may ask for a delivery time (the send path's cheap test)."""
-    return "TIMER_" in properties_text or START_DELIVER_TIME in properties_text
-
-
 class TimerMessageService:
     def __init__(self, app: BrokerContext) -> None:
         self.app = app
