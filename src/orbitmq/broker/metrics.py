@@ -11,6 +11,8 @@ Imported only when `metricsPort` is set (prometheus_client stays out of a plain 
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -239,6 +241,11 @@ class BrokerCollector(Collector):
             float(app.hold.held_count if app.hold else 0),
         )
         yield gauge("orbitmq_connections", "Open client connections", float(len(app.server.connections)))
+        # Leak watch (testing/churn.py): the collector runs on the broker's loop, so all_tasks() is its own.
+        yield gauge(
+            "orbitmq_asyncio_tasks", "Tasks alive on the broker's event loop", len(asyncio.all_tasks())
+        )
+        yield gauge("orbitmq_threads", "Threads alive in the broker process", threading.active_count())
         flusher = store.flusher
         if flusher is not None:
             yield counter("orbitmq_flush_rounds", "Commit log flush rounds", float(flusher.flush_count))
@@ -251,6 +258,11 @@ class BrokerCollector(Collector):
                 "orbitmq_flush_last_seconds",
                 "Duration of the last commit log flush",
                 flusher.flush_seconds_last,
+            )
+            yield counter(
+                "orbitmq_slow_flushes",
+                "Looks (one a second) that found the commit log's flushes over 500 ms: a slow disk",
+                float(app.stats.slow_flushes),
             )
         ha = app.replication.ha
         lag = GaugeMetricFamily(

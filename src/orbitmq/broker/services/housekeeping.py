@@ -10,7 +10,8 @@
   dispatched to consume queues (waking held pulls) only then. On the loop, because dispatch writes the
   consume queues and calls the arrival listeners, which belong to the store's single writer.
 - stats: rolls the broker's moving windows (`BrokerStats.roll`, every 5 s) and samples the store's
-  counters (every second), so TPS figures are over fixed windows, not "since whoever asked last".
+  counters (every second), so TPS figures are over fixed windows, not "since whoever asked last"; and
+  logs a WARN line when the commit log's flushes got slow (a slow disk).
 """
 
 from __future__ import annotations
@@ -44,16 +45,61 @@ async def persist_loop(app: BrokerContext) -> None:
                 log.exception("persisting delay offsets failed")
 
 
+# A commit log flush slower than this is logged (RocketMQ logs its flushes over 500 ms too).
+SLOW_FLUSH_SECONDS = 0.5
+SLOW_FLUSH_QUIET = 5.0  # s between two WARN lines about one slow disk
+
+
+class FlushWatch:
+    """Looked at once a second by the stats loop: a WARN line (and `stats.slow_flushes`) when the commit
+    log's flushes since the last look took over SLOW_FLUSH_SECONDS, or when one has been running that
+    long (no round finished for longer than the flusher's interval plus that: it is stuck in a sync)."""
+
+    def __init__(self, now: float) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.changed = now  # when `count` last moved
+        self.quiet_until = 0.0
+
+    def look(self, app: BrokerContext, now: float) -> None:
+        flusher = app.store.flusher
+        if flusher is None:
+            return
+        rounds = flusher.flush_count - self.count
+        if rounds:
+            average = (flusher.flush_seconds_total - self.total) / rounds
+            self.count, self.total, self.changed = flusher.flush_count, flusher.flush_seconds_total, now
+            last = flusher.flush_seconds_last
+            if max(last, average) >= SLOW_FLUSH_SECONDS:
+                self._warn(app, now, f"the last commit log flush took {last * 1000:.0f} ms ({rounds} since "
+                           f"the last look, {average * 1000:.0f} ms on average)")  # fmt: skip
+            return
+        config = app.store.config
+        interval = 0.01 if config.sync_flush else config.flush_interval_commit_log / 1000
+        if now - self.changed >= interval + SLOW_FLUSH_SECONDS:
+            self._warn(
+                app, now, f"a commit log flush has been running for {(now - self.changed) * 1000:.0f} ms"
+            )
+
+    def _warn(self, app: BrokerContext, now: float, what: str) -> None:
+        app.stats.slow_flushes += 1
+        if now >= self.quiet_until:
+            self.quiet_until = now + SLOW_FLUSH_QUIET
+            log.warning("slow disk: %s (slow over %.0f ms)", what, SLOW_FLUSH_SECONDS * 1000)
+
+
 async def stats_loop(app: BrokerContext) -> None:
     from orbitmq.broker.stats import ROLL_SECONDS
 
     ticks = 0
     per_roll = max(int(ROLL_SECONDS), 1)
+    flushes = FlushWatch(app.clock.monotonic())
     while True:
         await asyncio.sleep(1.0)
         ticks += 1
         try:
             app.store.stats.sample()
+            flushes.look(app, app.clock.monotonic())
             if ticks % per_roll == 0:
                 app.stats.roll()
         except Exception:
