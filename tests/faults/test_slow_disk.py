@@ -34,6 +34,9 @@ SYNC_FLUSH_TIMEOUT_MS = 400
 LATENCY_BOUND = 0.3  # s: the p99 other requests must stay under (the delay is 5x that)
 WATCH_SECONDS = 6.0
 TOPIC = "SlowDisk"
+BIG_BODY = b"a" * 65536
+BIG_SEGMENT = 64 * 1024 * 1024  # commit-log segment bytes: no roll while watching
+SMALL_SEGMENT = 1024 * 1024  # a roll every 16 of the ASYNC_FLUSH broker's sends
 SLOW_LINE = re.compile(r"slow disk: .*? (\d+) ms")
 
 
@@ -68,7 +71,9 @@ async def sync_sends(raw: Raw, until: float) -> list[tuple[int, float]]:
     return out
 
 
-def brokers(tmp_path: Path, disk: SlowDisk, ns: ServerProcess) -> tuple[ServerProcess, ServerProcess]:
+def brokers(
+    tmp_path: Path, disk: SlowDisk, ns: ServerProcess, segment: int
+) -> tuple[ServerProcess, ServerProcess]:
     """broker-sync (SYNC_FLUSH) and broker-async (ASYNC_FLUSH, whose flusher fdatasyncs every 100 ms
     when there is anything to flush: on this disk, all the time), both with their store on `disk`."""
     confs: dict[str, dict[str, Any]] = {
@@ -89,7 +94,7 @@ def brokers(tmp_path: Path, disk: SlowDisk, ns: ServerProcess) -> tuple[ServerPr
                     broker_name=f"broker-{name}",
                     storePathRootDir=disk.mountpoint / name,
                     metricsPort=0,
-                    mappedFileSizeCommitLog=1024 * 1024,
+                    mappedFileSizeCommitLog=segment,
                     **conf,
                 )
             )
@@ -109,16 +114,21 @@ class Observed:
     recovered: RemotingCommand  # that send's answer
     log: str  # the SYNC_FLUSH broker's log
 
-    def report(self) -> dict[str, tuple[int, float, float]]:
-        """Per request kind: (samples, p99 s, max s)."""
-        return {name: (len(s), round(p99(s), 3), round(max(s), 3)) for name, s in self.others.items()}
+    def report(self) -> dict[str, tuple[int, float, float, int]]:
+        """Per request kind: (samples, p99 s, max s, samples over 1 s)."""
+        return {
+            name: (len(s), round(p99(s), 3), round(max(s), 3), sum(x > 1 for x in s))
+            for name, s in self.others.items()
+        }
 
 
-async def observe(tmp_path: Path, disk: SlowDisk, *, fsync: float = 0.0, write: float = 0.0) -> Observed:
+async def observe(
+    tmp_path: Path, disk: SlowDisk, *, fsync: float = 0.0, write: float = 0.0, segment: int = BIG_SEGMENT
+) -> Observed:
     """Both brokers on the slow disk; for WATCH_SECONDS with the given delays, SYNC_FLUSH sends on one
     connection and every other kind of request on its own connection, each timed."""
     with start_namesrv(tmp_path) as ns:
-        sync, unsynced = brokers(tmp_path, disk, ns)
+        sync, unsynced = brokers(tmp_path, disk, ns, segment)
         with sync, unsynced:
             raws = {
                 name: Raw(addr)
@@ -151,7 +161,8 @@ async def observe(tmp_path: Path, disk: SlowDisk, *, fsync: float = 0.0, write: 
                     latencies(lambda: raws["puller"].pull(TOPIC, 0), until),
                     latencies(lambda: raws["offsets"].call(RequestCode.GET_MAX_OFFSET, max_offset), until),
                     latencies(lambda: raws["routes"].route(TOPIC), until),
-                    latencies(lambda: raws["async"].send(TOPIC, b"async"), until),
+                    # 64 KiB each: with SMALL_SEGMENT the commit log rolls every 16 sends.
+                    latencies(lambda: raws["async"].send(TOPIC, BIG_BODY), until),
                     latencies(lambda: raws["async-puller"].pull(TOPIC, 0), until),
                 )
                 url = listening_url(sync)
@@ -179,7 +190,8 @@ async def test_slow_fdatasync_times_sends_out_and_the_loop_keeps_serving(
 ) -> None:
     seen = await observe(tmp_path, slow_disk, fsync=FSYNC_DELAY)
     report = seen.report()
-    print(f"fdatasync +{FSYNC_DELAY} s: (samples, p99 s, max s) {report}; SYNC_FLUSH sends {seen.sends}")
+    print(f"fdatasync +{FSYNC_DELAY} s: (samples, p99 s, max s, over 1 s) {report}")
+    print(f"SYNC_FLUSH sends (code, s): {seen.sends}")
     # The sends: each waited syncFlushTimeout for a flush that took longer, then FLUSH_DISK_TIMEOUT.
     assert seen.sends, "no SYNC_FLUSH send was answered while the disk was slow"
     assert {code for code, _ in seen.sends} == {ResponseCode.FLUSH_DISK_TIMEOUT}, seen.sends
@@ -214,7 +226,59 @@ async def test_slow_fdatasync_times_sends_out_and_the_loop_keeps_serving(
 async def test_stalled_writes_do_not_hold_the_loop(tmp_path: Path, slow_disk: SlowDisk) -> None:
     seen = await observe(tmp_path, slow_disk, write=WRITE_STALL)
     report = seen.report()
-    print(f"writes +{WRITE_STALL} s: (samples, p99 s, max s) {report}; SYNC_FLUSH sends {seen.sends}")
+    print(
+        f"writes +{WRITE_STALL} s: (samples, p99 s, max s, over 1 s) {report}; SYNC_FLUSH sends {seen.sends}"
+    )
     assert seen.recovered.code == ResponseCode.SUCCESS, seen.recovered.remark
     for name, samples in seen.others.items():
         assert p99(samples) < LATENCY_BOUND, f"{name}: {report}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a commit-log roll on the loop creates the next segment's file while the flusher's "
+    "directory sync holds that directory's lock (FUSE holds it over FSYNCDIR), so the roll waits for it",
+)
+async def test_segment_rolls_during_slow_directory_syncs_do_not_hold_the_loop(
+    tmp_path: Path, slow_disk: SlowDisk
+) -> None:
+    seen = await observe(tmp_path, slow_disk, fsync=FSYNC_DELAY, segment=SMALL_SEGMENT)
+    report = seen.report()
+    print(f"fdatasync +{FSYNC_DELAY} s, 1 MiB segments: (samples, p99 s, max s, over 1 s) {report}")
+    assert seen.recovered.code == ResponseCode.SUCCESS, seen.recovered.remark
+    for name, samples in seen.others.items():
+        assert max(samples) < LATENCY_BOUND, f"{name}: {report}"
+
+
+async def test_a_segment_roll_leaves_its_directory_sync_to_the_flusher(
+    tmp_path: Path, slow_disk: SlowDisk
+) -> None:
+    """Rolling to a new commit-log segment (and creating the one after it) happens on the loop; the new
+    directory entries' sync must not (the flusher does it before it counts any of their data flushed)."""
+    minute = 60_000  # the flusher stays asleep: only the roll itself could sync anything
+    conf = {"flushIntervalCommitLog": minute, "flushCommitLogThoroughInterval": minute}
+    with start_namesrv(tmp_path) as ns:
+        broker = start_broker(
+            tmp_path,
+            ns.address,
+            storePathRootDir=slow_disk.mountpoint / "store",
+            mappedFileSizeCommitLog=SMALL_SEGMENT,
+            **conf,
+        )
+        with broker:
+            raw = Raw(broker.broker_addr)
+            try:
+                assert (await raw.create_topic(TOPIC)).code == ResponseCode.SUCCESS
+                assert (await raw.send(TOPIC, b"first")).code == ResponseCode.SUCCESS
+                slow_disk.set_delays(fsync=FSYNC_DELAY)
+                took: list[float] = []
+                for _ in range(3 * SMALL_SEGMENT // len(BIG_BODY)):  # three rolls
+                    started = time.perf_counter()
+                    assert (await raw.send(TOPIC, BIG_BODY)).code == ResponseCode.SUCCESS
+                    took.append(time.perf_counter() - started)
+                slow_disk.set_delays()
+            finally:
+                await raw.close()
+    segments = sorted(p.name for p in (slow_disk.mountpoint / "store" / "commitlog").iterdir())
+    assert len(segments) >= 4, segments
+    assert max(took) < LATENCY_BOUND, f"the slowest of {len(took)} sends took {max(took):.3f} s"

@@ -69,6 +69,7 @@ class CommitLog:
             self.file_size,
             preallocate=True,
             reserve_blocks=config.warm_maped_file_enable,
+            defer_dir_sync=True,  # a roll happens on the broker's loop: its directory sync is the flusher's
         )
         self.files.zero_run_limit = max(8 << 20, 2 * config.max_message_size + (1 << 20))
         # (topic, queue id) -> next queue offset; rebuilt from the consume queues on start.
