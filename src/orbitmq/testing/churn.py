@@ -158,7 +158,10 @@ async def _churn(load: Load, options: Options, until: float) -> None:
                 actions.append(load.leave(rng.choice(leaving)))
         if load.producers < shape.max_producers and (load.producers == 0 or rng.random() < 0.5):
             load.start_producer(until)
-        await asyncio.gather(*actions)
+        # A client that fails in an unexpected way is reported, not the end of the run.
+        for outcome in await asyncio.gather(*actions, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                load.counts.client_errors.append(f"churn step: {type(outcome).__name__}: {outcome}")
         await asyncio.sleep(options.step)
 
 

@@ -140,15 +140,15 @@ class Load:
         )
         consumer.subscribe(self.shape.topic_of(index))
         consumer.register_listener(listener)
-        self.members[group].append(consumer)
         try:
             await consumer.start()
         except (OrbitError, OSError, TimeoutError) as exc:
-            self.members[group].remove(consumer)
             self._error(f"{group} join", exc)
             with contextlib.suppress(Exception):
                 await consumer.shutdown()
             return
+        # A member only once started: a leave in the same step must not shut down a consumer mid-start.
+        self.members[group].append(consumer)
         self.counts.consumer_joins += 1
 
     async def leave(self, group: str) -> None:
