@@ -1,5 +1,7 @@
-"""A small file system per test (a tmpfs, or an ext4 image on a loop device, that the test mounts),
-unmounted on exit; skipped with the reason only where this machine cannot mount one."""
+"""Faults of a real machine made for real processes: a small file system per test (a tmpfs, or an ext4
+image on a loop device, that the test mounts), a slow disk (FUSE, orbitmq.testing.slowfs) and an hour of
+client churn (orbitmq.testing.churn). Everything here is bounded in time, unmounted and stopped on exit;
+a test skips, with the reason, only where this machine cannot make its fault."""
 
 from __future__ import annotations
 
@@ -10,6 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from orbitmq.protocol.codes import RequestCode
+from orbitmq.protocol.command import RemotingCommand
+from orbitmq.testing.requests import create_topic_ext, pull_ext, send_ext
+from orbitmq.testing.slowfs import SlowDisk, unavailable_reason
+from orbitmq.transport import RemotingClient
 
 MIB = 1 << 20
 
@@ -97,3 +105,44 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[..., SmallDisk]]:
     finally:
         for path in mounted:
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+TIMEOUT = 10.0
+
+
+@pytest.fixture
+def slow_disk(tmp_path: Path) -> Iterator[SlowDisk]:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"slow-disk file system unavailable: {reason}")
+    with SlowDisk(tmp_path / "disk") as disk:
+        yield disk
+
+
+class Raw:
+    """Raw requests to one address over this object's own connection (one RemotingClient each)."""
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.client = RemotingClient()
+
+    async def call(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+        return await self.client.invoke(self.addr, RemotingCommand.request(code, ext, body), TIMEOUT)
+
+    async def create_topic(self, topic: str, queues: int = 1) -> RemotingCommand:
+        return await self.call(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic_ext(topic, queues))
+
+    async def send(self, topic: str, body: bytes, queue_id: int = 0) -> RemotingCommand:
+        ext = send_ext(topic, group="faults-pg", queue_id=queue_id)
+        return await self.call(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+    async def pull(self, topic: str, offset: int, queue_id: int = 0) -> RemotingCommand:
+        return await self.call(
+            RequestCode.PULL_MESSAGE, pull_ext("faults-cg", topic, queue_id, offset, max_nums=8)
+        )
+
+    async def route(self, topic: str) -> RemotingCommand:
+        return await self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -6,6 +6,8 @@ it has one (docs/operations.md). Imported only when metricsPort is set.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -51,6 +53,12 @@ _RUNTIME_SERIES: dict[str, tuple[str, type[GaugeMetricFamily] | type[CounterMetr
     "orbitmq_flush_rounds": ("Commit log flush rounds", CounterMetricFamily),
     "orbitmq_flush_seconds": ("Time spent flushing the commit log", CounterMetricFamily),
     "orbitmq_flush_last_seconds": ("Duration of the last commit log flush", GaugeMetricFamily),
+    "orbitmq_slow_flushes": (
+        "Looks (one a second) that found the commit log's flushes over 500 ms: a slow disk",
+        CounterMetricFamily,
+    ),
+    "orbitmq_asyncio_tasks": ("Tasks alive on the broker's event loop", GaugeMetricFamily),
+    "orbitmq_threads": ("Threads alive in the broker process", GaugeMetricFamily),
 }
 
 
@@ -211,12 +219,15 @@ class BrokerCollector(Collector):
             "rocketmq_brokeruntime_remain_how_manydata_toflush": info["remainHowManyDataToFlush"],
             "orbitmq_held_pulls": app.hold.held_count if app.hold else 0,
             "orbitmq_connections": len(app.server.connections),
+            "orbitmq_asyncio_tasks": len(asyncio.all_tasks()),
+            "orbitmq_threads": threading.active_count(),
         }
         flusher = store.flusher
         if flusher is not None:
             values["orbitmq_flush_rounds"] = flusher.flush_count
             values["orbitmq_flush_seconds"] = flusher.flush_seconds_total
             values["orbitmq_flush_last_seconds"] = flusher.flush_seconds_last
+            values["orbitmq_slow_flushes"] = app.stats.slow_flushes
         for name, value in values.items():
             doc, kind = _RUNTIME_SERIES[name]
             family = kind(name, doc, labels=base)

@@ -119,6 +119,7 @@ class BrokerStats:
         self.get_total_yesterday_morning = 0
         self._day = self._today()
         self._rolls = 0
+        self.slow_flushes = 0  # looks at the flusher that found it slow (services/housekeeping.py)
 
     def _today(self) -> int:
         return time.localtime(self.clock.now_ms() / 1000).tm_yday

@@ -67,6 +67,7 @@ class CommitLog:
             config.commit_log_dir,
             self.file_size,
             preallocate=True,
+            defer_dir_sync=True,  # a roll happens on the broker's loop: its directory sync is the flusher's
         )
         self.files.zero_run_limit = max(8 << 20, 2 * config.max_message_size + (1 << 20))
         # (topic, queue id) -> next queue offset; rebuilt from the consume queues on start.

@@ -1,5 +1,6 @@
 """The broker's small periodic services, each a long-running loop owned (and cancelled) by BrokerApp:
-persisting offsets, retention, client expiry, the transient pool's commit, and the stats windows.
+persisting offsets, retention, client expiry, the transient pool's commit, the stats windows, and the
+slow-disk watch (a WARN line when commit-log flushes get slow).
 """
 
 from __future__ import annotations
@@ -36,6 +37,49 @@ async def persist_loop(app: BrokerContext) -> None:
                 log.exception("persisting delay offsets failed")
 
 
+# A commit log flush slower than this is logged (RocketMQ logs its flushes over 500 ms too).
+SLOW_FLUSH_SECONDS = 0.5
+SLOW_FLUSH_QUIET = 5.0  # s between two WARN lines about one slow disk
+
+
+class FlushWatch:
+    """Looked at once a second by the stats loop: a WARN line (and `stats.slow_flushes`) when the commit
+    log's flushes since the last look took over SLOW_FLUSH_SECONDS, or when one has been running that
+    long (no round finished for longer than the flusher's interval plus that: it is stuck in a sync)."""
+
+    def __init__(self, now: float) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.changed = now  # when `count` last moved
+        self.quiet_until = 0.0
+
+    def look(self, app: BrokerContext, now: float) -> None:
+        flusher = app.store.flusher
+        if flusher is None:
+            return
+        rounds = flusher.flush_count - self.count
+        if rounds:
+            average = (flusher.flush_seconds_total - self.total) / rounds
+            self.count, self.total, self.changed = flusher.flush_count, flusher.flush_seconds_total, now
+            last = flusher.flush_seconds_last
+            if max(last, average) >= SLOW_FLUSH_SECONDS:
+                self._warn(app, now, f"the last commit log flush took {last * 1000:.0f} ms ({rounds} since "
+                           f"the last look, {average * 1000:.0f} ms on average)")  # fmt: skip
+            return
+        config = app.store.config
+        interval = 0.01 if config.sync_flush else config.flush_interval_commit_log / 1000
+        if now - self.changed >= interval + SLOW_FLUSH_SECONDS:
+            self._warn(
+                app, now, f"a commit log flush has been running for {(now - self.changed) * 1000:.0f} ms"
+            )
+
+    def _warn(self, app: BrokerContext, now: float, what: str) -> None:
+        app.stats.slow_flushes += 1
+        if now >= self.quiet_until:
+            self.quiet_until = now + SLOW_FLUSH_QUIET
+            log.warning("slow disk: %s (slow over %.0f ms)", what, SLOW_FLUSH_SECONDS * 1000)
+
+
 async def stats_loop(app: BrokerContext) -> None:
     """Roll the broker's moving windows (`BrokerStats.roll`, every 5 s) and sample the store's
     counters (every second), so TPS figures are over fixed windows, not "since whoever asked last".
@@ -44,11 +88,13 @@ async def stats_loop(app: BrokerContext) -> None:
 
     ticks = 0
     per_roll = max(int(ROLL_SECONDS), 1)
+    flushes = FlushWatch(app.clock.monotonic())
     while True:
         await asyncio.sleep(1.0)
         ticks += 1
         try:
             app.store.stats.sample()
+            flushes.look(app, app.clock.monotonic())
             if ticks % per_roll == 0:
                 app.stats.roll()
         except Exception:
