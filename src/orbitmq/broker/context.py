@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from orbitmq.broker.consumer_offsets import ConsumerOffsetManager
     from orbitmq.broker.locks import RebalanceLockManager
     from orbitmq.broker.long_polling import PullRequestHoldService
-    from orbitmq.broker.services.timer import TimerMessageService
     from orbitmq.broker.stats import BrokerStats
     from orbitmq.broker.subscription_groups import SubscriptionGroupManager
     from orbitmq.broker.topics import TopicConfig, TopicConfigManager
@@ -52,6 +51,16 @@ class ReplicationView(Protocol):
 
     @property
     def awaiting_master(self) -> bool: ...
+
+
+class TimerView(Protocol):
+    """The timer-message service (services/timer.py) as the send and recall processors see it."""
+
+    def redirect(
+        self, topic: str, queue_id: int, sys_flag: int, props: dict[str, str]
+    ) -> tuple[str, int]: ...
+
+    def recall(self, topic: str, handle: str) -> str: ...
 
 
 class ScheduleView(Protocol):
@@ -128,7 +137,7 @@ class BrokerContext(Protocol):
     def schedule(self) -> ScheduleView: ...
 
     @property
-    def timers(self) -> TimerMessageService: ...
+    def timers(self) -> TimerView: ...
 
     @property
     def started_ms(self) -> int: ...
