@@ -14,7 +14,7 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 
 SECONDS = 180
-SERIES = {"rss_mib", "rss_anon_mib", "fds", "threads", "tasks"}
+SERIES = {"rss_mib", "rss_anon_mib", "fds", "threads", "tasks", "connections"}
 
 
 def test_three_minutes_of_churn(tmp_path: Path) -> None:

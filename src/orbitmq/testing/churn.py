@@ -124,6 +124,7 @@ async def _sampler(
             log.warning("metrics scrape failed: %s", exc)
         else:
             extra["tasks"] = value(scraped, "orbitmq_asyncio_tasks")
+            extra["connections"] = value(scraped, "orbitmq_connections")
             for name in ("held_pulls", "connections"):
                 peaks[name] = max(peaks.get(name, 0.0), value(scraped, f"orbitmq_{name}"))
         try:

@@ -19,6 +19,7 @@ SERIES: dict[str, tuple[float, float] | None] = {
     "fds": (50.0, 0.10),
     "threads": (4.0, 0.10),
     "tasks": (50.0, 0.10),
+    "connections": None,  # client connections: what the open files follow without leaking
 }
 
 
