@@ -40,6 +40,9 @@ class TimerStore:
         self.wheel = TimerWheel(os.path.join(root, "timerwheel"), slots, precision_ms)
         self.checkpoint = self._read_checkpoint()
         self.recovered = 0  # records re-linked at open
+        # (log length, pending, enqueue offset) at the last durable save: while they stay, only the scan
+        # position moved, and the checkpoint is written without syncing anything (see `save`).
+        self._durable_state: tuple[int, int, int] | None = None
         geometry = (self.checkpoint.slots, self.checkpoint.precision_ms) == (slots, precision_ms)
         if self.wheel.rebuilt or not geometry or interrupted:
             self._rebuild()
@@ -128,7 +131,15 @@ class TimerStore:
             pos, left = rec.prev, left - 1
 
     def save(self, *, durable: bool) -> None:
-        """Writes the checkpoint; `durable`: the log and the wheel are flushed first, the file fsynced."""
+        """Writes the checkpoint; `durable`: the log and the wheel are flushed first, the file fsynced.
+
+        A durable save when nothing but the scan position moved since the last one (no timer added,
+        delivered or recalled) syncs nothing: losing that checkpoint only rescans empty slots, and an idle
+        timer service must not wait on the disk every second."""
+        cp = self.checkpoint
+        state = (self.log.length, cp.pending, cp.enqueue_offset)
+        if durable and state == self._durable_state:
+            durable = False
         if durable:
             self.log.flush()
             self.wheel.flush()
@@ -141,6 +152,8 @@ class TimerStore:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, self.checkpoint_path)
+        if durable:
+            self._durable_state = state
 
     def close(self) -> None:
         self.save(durable=True)
