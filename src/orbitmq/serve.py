@@ -21,6 +21,7 @@ from orbitmq.transport.startup import (
     configure_logging,
     port_number,
     read_settings,
+    require_grpc_extra,
     require_ops_extra,
     server_main,
 )
@@ -128,6 +129,8 @@ def build_broker_config(args: argparse.Namespace) -> BrokerConfig:
         require_ops_extra("--metrics-port (metricsPort)")
     if args.console_port is not None:
         require_ops_extra("--console-port")
+    if (config.grpc_server_port if args.grpc_port is None else args.grpc_port) >= 0:
+        require_grpc_extra("--grpc-port (grpcServerPort)")
     return config
 
 

@@ -17,19 +17,22 @@ import sys
 
 class RefuseOps:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("prometheus_client", "aiohttp"):
+        if name.split(".")[0] in REFUSED:
             raise ImportError(f"No module named {name!r}")
         return None
 
+REFUSED = sys.argv.pop(1).split(",")
 sys.meta_path.insert(0, RefuseOps())
 from orbitmq.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
 
-def run_without_ops(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_without_ops(
+    *args: str, cwd: Path, refused: str = "prometheus_client,aiohttp"
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-W", "default", "-c", WITHOUT_OPS, *args],
+        [sys.executable, "-W", "default", "-c", WITHOUT_OPS, refused, *args],
         check=False,
         capture_output=True,
         text=True,
@@ -57,6 +60,23 @@ def test_missing_ops_extra_is_one_line_before_anything_starts(args: list[str], t
     assert done.stdout == ""  # nothing announced: nothing started
     assert done.stderr.count("\n") == 1, done.stderr  # one line: no traceback, no "never awaited"
     assert "needs the ops extra" in done.stderr and "pip install 'orbitmq[ops]'" in done.stderr
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--port", "0", "--grpc-port", "0"],
+        ["broker", "--port", "0", "-c", "grpc.conf"],
+    ],
+)
+def test_missing_grpc_extra_is_one_line_before_anything_starts(args: list[str], tmp_path: Path) -> None:
+    (tmp_path / "grpc.conf").write_text("grpcServerPort=0\n")
+    done = run_without_ops(*args, "--store", str(tmp_path / "store"), cwd=tmp_path, refused="grpc")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "needs the grpc extra" in done.stderr and "pip install 'orbitmq[grpc]'" in done.stderr
     assert not (tmp_path / "store").exists()
 
 

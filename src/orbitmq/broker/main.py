@@ -44,6 +44,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         config.broker_config_path = os.path.abspath(args.config)
     if config.metrics_port >= 0:
         startup.require_ops_extra("metricsPort")
+    if config.grpc_server_port >= 0:
+        startup.require_grpc_extra("grpcServerPort")
     return config
 
 

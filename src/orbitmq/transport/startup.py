@@ -22,7 +22,6 @@ from orbitmq.transport import loop
 if TYPE_CHECKING:
     from prometheus_client.registry import Collector
 
-OPS_EXTRA = "pip install 'orbitmq[ops]'"
 # What the ops features (Prometheus endpoint, web console) import; the `ops` extra installs them.
 OPS_MODULES = ("prometheus_client", "aiohttp")
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
@@ -72,13 +71,25 @@ def configure_logging(level: str) -> None:
     )
 
 
-def require_ops_extra(feature: str) -> None:
-    """Refuse `feature` at once, before any server starts, when the ops extra is not installed."""
-    for module in OPS_MODULES:
+def require_extra(extra: str, modules: tuple[str, ...], feature: str) -> None:
+    """Refuse `feature` at once, before any server starts, when the `extra` it needs is not installed."""
+    for module in modules:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise SettingsError(f"{feature} needs the ops extra ({module} is missing): {OPS_EXTRA}") from None
+            raise SettingsError(
+                f"{feature} needs the {extra} extra ({module} is missing): pip install 'orbitmq[{extra}]'"
+            ) from None
+
+
+def require_ops_extra(feature: str) -> None:
+    """The metrics endpoint and the console need the ops extra."""
+    require_extra("ops", OPS_MODULES, feature)
+
+
+def require_grpc_extra(feature: str) -> None:
+    """The gRPC endpoint for RocketMQ 5.x clients needs the grpc extra."""
+    require_extra("grpc", ("grpc", "google.protobuf"), feature)
 
 
 def listen_error(what: str, host: str, port: int, flag: str, exc: OSError) -> Exception:
