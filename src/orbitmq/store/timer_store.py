@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from orbitmq.store.timer_log import NO_PREV, RECORD_SIZE, TimerLog, TimerRecord
 from orbitmq.store.timer_wheel import TimerWheel
+
+
+@dataclass(frozen=True, slots=True)
+class TimerSave:
+    """A checkpoint to write, and the state it makes durable (None: written without syncing)."""
+
+    checkpoint: dict[str, int]
+    durable_state: tuple[int, int, int] | None
 
 
 @dataclass(slots=True)
@@ -43,6 +52,7 @@ class TimerStore:
         # (log length, pending, enqueue offset) at the last durable save: while they stay, only the scan
         # position moved, and the checkpoint is written without syncing anything (see `save`).
         self._durable_state: tuple[int, int, int] | None = None
+        self._save_lock = threading.Lock()  # a save on a worker thread and the one at close, in turn
         geometry = (self.checkpoint.slots, self.checkpoint.precision_ms) == (slots, precision_ms)
         if self.wheel.rebuilt or not geometry or interrupted:
             self._rebuild()
@@ -131,29 +141,38 @@ class TimerStore:
             pos, left = rec.prev, left - 1
 
     def save(self, *, durable: bool) -> None:
-        """Writes the checkpoint; `durable`: the log and the wheel are flushed first, the file fsynced.
+        """Writes the checkpoint; `durable`: the log and the wheel are flushed first, the file fsynced."""
+        self.write_save(self.prepare_save(durable=durable))
+
+    def prepare_save(self, *, durable: bool) -> TimerSave:
+        """What a save writes, taken now (on the thread that changes the store): `write_save` may then run
+        on another thread while appends go on, since the checkpoint claims only what was written before.
 
         A durable save when nothing but the scan position moved since the last one (no timer added,
         delivered or recalled) syncs nothing: losing that checkpoint only rescans empty slots, and an idle
         timer service must not wait on the disk every second."""
         cp = self.checkpoint
+        cp.log_length = self.log.length
         state = (self.log.length, cp.pending, cp.enqueue_offset)
-        if durable and state == self._durable_state:
-            durable = False
-        if durable:
-            self.log.flush()
-            self.wheel.flush()
-        self.checkpoint.log_length = self.log.length
-        tmp = self.checkpoint_path + ".tmp"
-        os.makedirs(os.path.dirname(self.checkpoint_path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(asdict(self.checkpoint), f)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, self.checkpoint_path)
-        if durable:
-            self._durable_state = state
+        durable = durable and state != self._durable_state
+        return TimerSave(asdict(cp), state if durable else None)
+
+    def write_save(self, save: TimerSave) -> None:
+        """Writes a prepared save (the flushes first when it is durable); one at a time, in order."""
+        with self._save_lock:
+            if save.durable_state is not None:
+                self.log.flush()
+                self.wheel.flush()
+            tmp = self.checkpoint_path + ".tmp"
+            os.makedirs(os.path.dirname(self.checkpoint_path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(save.checkpoint, f)
+                if save.durable_state is not None:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, self.checkpoint_path)
+            if save.durable_state is not None:
+                self._durable_state = save.durable_state
 
     def close(self) -> None:
         self.save(durable=True)
@@ -161,4 +180,4 @@ class TimerStore:
         self.wheel.close()
 
 
-__all__ = ["RECORD_SIZE", "TimerCheckpoint", "TimerStore"]
+__all__ = ["RECORD_SIZE", "TimerCheckpoint", "TimerSave", "TimerStore"]

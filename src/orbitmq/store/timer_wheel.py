@@ -73,8 +73,10 @@ class TimerWheel:
         self._map[:] = bytes(len(self._map))
 
     def flush(self) -> None:
-        if self._map is not None:
-            self._map.flush()
+        # fdatasync, not mmap.flush: msync holds the GIL for its whole wait, fdatasync releases it (a
+        # save on a worker thread must not stop the event loop), and both persist the same pages.
+        if self._fd >= 0:
+            os.fdatasync(self._fd)
 
     def close(self) -> None:
         if self._map is not None:

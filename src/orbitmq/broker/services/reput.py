@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from orbitmq.message.model import MessageExt
 from orbitmq.store.message_store import MessageStore
@@ -16,10 +16,13 @@ log = logging.getLogger("orbitmq.broker")
 
 
 async def repeat(step: Callable[[], object], interval: float, backoff: float, what: str) -> None:
-    """Runs `step` every `interval` s; a failure is logged and the step retried after `backoff` s."""
+    """Runs `step` every `interval` s (awaiting what it returns, if anything: work it hands to a thread);
+    a failure is logged and the step retried after `backoff` s."""
     while True:
         try:
-            step()
+            pending = step()
+            if isinstance(pending, Awaitable):
+                await pending
         except Exception:
             log.exception("%s failed; retrying in %ss", what, backoff)
             await asyncio.sleep(backoff)

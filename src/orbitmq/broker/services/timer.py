@@ -7,9 +7,11 @@ time passes, puts its messages back to their real topics, skipping recalled ones
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from array import array
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final
 
 from orbitmq.broker.processors.bad_request import BadRequest
@@ -173,17 +175,20 @@ class TimerMessageService:
     async def run(self) -> None:
         await repeat(self.step, CHECK_INTERVAL, ERROR_BACKOFF, "the timer wheel")
 
-    def step(self) -> None:
+    def step(self) -> Awaitable[None] | None:
         """Enqueues what came, delivers what is due, and checkpoints (or compacts the log) every
-        timerFlushIntervalMs."""
+        timerFlushIntervalMs; the checkpoint's syncs run on a worker thread (returned to be awaited), so
+        the event loop never waits on the disk for them."""
         self.enqueue()
         self.dequeue()
         now = self.app.clock.now_ms()
         if now - self._flushed_ms >= self.app.config.timer_flush_interval_ms:
             self._flushed_ms = now
-            assert self.store is not None
-            if not self.store.compact(self.app.config.mapped_file_size_timer_log):
-                self.persist()
+            store = self.store
+            assert store is not None
+            if not store.compact(self.app.config.mapped_file_size_timer_log):
+                return asyncio.to_thread(store.write_save, store.prepare_save(durable=True))
+        return None
 
     # ------------------------------------------------------------------ timer topic -> wheel
     def enqueue(self) -> int:
