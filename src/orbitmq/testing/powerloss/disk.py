@@ -72,18 +72,19 @@ class PowerLossDisk:
 
     def _mount(self) -> None:
         log = self.workdir / f"daemon-{self.cuts}.log"
+        self._start_daemon("orbitmq.testing.powerloss", [str(self.backing), str(self.mountpoint)], log)
+
+    def _start_daemon(self, module: str, args: list[str], log: Path) -> None:
+        """Run the FUSE daemon `module` (its output to `log`) and wait until its mount answers."""
         with open(log, "ab") as err:
             self._daemon = subprocess.Popen(
-                [sys.executable, "-m", "orbitmq.testing.powerloss", str(self.backing), str(self.mountpoint)],
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=err,
+                [sys.executable, "-m", module, *args], stdin=subprocess.DEVNULL, stdout=err, stderr=err
             )
         deadline = time.monotonic() + MOUNT_TIMEOUT
         while not os.path.ismount(self.mountpoint):  # mounted and answering
             if self._daemon.poll() is not None or time.monotonic() > deadline:
                 self._kill_daemon()
-                raise RuntimeError(f"power-loss FUSE daemon did not mount: {log.read_text(errors='replace')}")
+                raise RuntimeError(f"{module} FUSE daemon did not mount: {log.read_text(errors='replace')}")
             time.sleep(0.02)
 
     def _kill_daemon(self) -> None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from orbitmq.testing.powerloss.disk import MOUNT_TIMEOUT, PowerLossDisk, unavailable_reason
+from orbitmq.testing.powerloss.disk import PowerLossDisk, unavailable_reason
 
 __all__ = ["SlowDisk", "unavailable_reason"]
 
@@ -26,21 +24,8 @@ class SlowDisk(PowerLossDisk):
         super().__init__(workdir)  # mounts (_mount below)
 
     def _mount(self) -> None:
-        log = self.workdir / "slowfs.log"
         paths = [str(self.backing), str(self.mountpoint), str(self.control)]
-        with open(log, "ab") as err:
-            self._daemon = subprocess.Popen(
-                [sys.executable, "-m", "orbitmq.testing.slowfs", *paths],
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=err,
-            )
-        deadline = time.monotonic() + MOUNT_TIMEOUT
-        while not os.path.ismount(self.mountpoint):  # mounted and answering
-            if self._daemon.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"slow-disk FUSE daemon did not mount: {log.read_text(errors='replace')}")
-            time.sleep(0.02)
+        self._start_daemon("orbitmq.testing.slowfs", paths, self.workdir / "slowfs.log")
 
     def power_cut(self) -> None:
         raise NotImplementedError("a slow disk keeps what it was given: use PowerLossDisk for power cuts")
