@@ -19,10 +19,10 @@ from orbitmq.store.timer_wheel import TimerWheel
 
 @dataclass(frozen=True, slots=True)
 class TimerSave:
-    """A checkpoint to write, and the state it makes durable (None: written without syncing)."""
+    """A checkpoint to write, and the (log length, pending, enqueue offset) it makes durable."""
 
     checkpoint: dict[str, int]
-    durable_state: tuple[int, int, int] | None
+    state: tuple[int, int, int]
 
 
 @dataclass(slots=True)
@@ -49,9 +49,9 @@ class TimerStore:
         self.wheel = TimerWheel(os.path.join(root, "timerwheel"), slots, precision_ms)
         self.checkpoint = self._read_checkpoint()
         self.recovered = 0  # records re-linked at open
-        # (log length, pending, enqueue offset) at the last durable save: while they stay, only the scan
-        # position moved, and the checkpoint is written without syncing anything (see `save`).
-        self._durable_state: tuple[int, int, int] | None = None
+        # (log length, pending, enqueue offset) at the last save: while they stay, only the scan position
+        # moved, and a periodic save is skipped (see `prepare_save`).
+        self._saved_state: tuple[int, int, int] | None = None
         self._save_lock = threading.Lock()  # a save on a worker thread and the one at close, in turn
         geometry = (self.checkpoint.slots, self.checkpoint.precision_ms) == (slots, precision_ms)
         if self.wheel.rebuilt or not geometry or interrupted:
@@ -126,7 +126,7 @@ class TimerStore:
         if self.log.length <= min_bytes or self.log.length <= 4 * live:
             return False
         self._rebuild()
-        self.save(durable=True)
+        self.save()
         return True
 
     def entries(self, slot_ms: int) -> Iterator[TimerRecord]:
@@ -140,42 +140,43 @@ class TimerStore:
             yield rec
             pos, left = rec.prev, left - 1
 
-    def save(self, *, durable: bool) -> None:
-        """Writes the checkpoint; `durable`: the log and the wheel are flushed first, the file fsynced."""
-        self.write_save(self.prepare_save(durable=durable))
+    def save(self) -> None:
+        """Writes the checkpoint now: the log and the wheel synced first, then the file, synced before it
+        replaces the old one (a power cut leaves one whole checkpoint or the other, never a torn one)."""
+        self.write_save(self.prepare_save(force=True))
 
-    def prepare_save(self, *, durable: bool) -> TimerSave:
+    def prepare_save(self, *, force: bool = False) -> TimerSave | None:
         """What a save writes, taken now (on the thread that changes the store): `write_save` may then run
         on another thread while appends go on, since the checkpoint claims only what was written before.
 
-        A durable save when nothing but the scan position moved since the last one (no timer added,
-        delivered or recalled) syncs nothing: losing that checkpoint only rescans empty slots, and an idle
-        timer service must not wait on the disk every second."""
+        None, unless `force`, when nothing but the scan position moved since the last save (no timer
+        added, delivered or recalled): losing that position only rescans empty slots (thousands a pass),
+        and an idle timer service must not sync every second."""
         cp = self.checkpoint
         cp.log_length = self.log.length
         state = (self.log.length, cp.pending, cp.enqueue_offset)
-        durable = durable and state != self._durable_state
-        return TimerSave(asdict(cp), state if durable else None)
+        if state == self._saved_state and not force:
+            return None
+        return TimerSave(asdict(cp), state)
 
-    def write_save(self, save: TimerSave) -> None:
-        """Writes a prepared save (the flushes first when it is durable); one at a time, in order."""
+    def write_save(self, save: TimerSave | None) -> None:
+        """Writes a prepared save, if any; one at a time, in order."""
+        if save is None:
+            return
         with self._save_lock:
-            if save.durable_state is not None:
-                self.log.flush()
-                self.wheel.flush()
+            self.log.flush()
+            self.wheel.flush()
             tmp = self.checkpoint_path + ".tmp"
             os.makedirs(os.path.dirname(self.checkpoint_path), exist_ok=True)
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(save.checkpoint, f)
-                if save.durable_state is not None:
-                    f.flush()
-                    os.fsync(f.fileno())
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, self.checkpoint_path)
-            if save.durable_state is not None:
-                self._durable_state = save.durable_state
+            self._saved_state = save.state
 
     def close(self) -> None:
-        self.save(durable=True)
+        self.save()
         self.log.close()
         self.wheel.close()
 

@@ -45,7 +45,7 @@ def test_reopen_keeps_slots_and_checkpoint(tmp_path: Path) -> None:
 def test_records_after_the_checkpoint_count_as_read_from_the_queue(tmp_path: Path) -> None:
     store = _open(tmp_path)
     store.add(7000, 1, 2, MAGIC_NORMAL, 0)
-    store.save(durable=True)
+    store.save()
     store.add(7000, 2, 2, MAGIC_NORMAL, 1)
     # a record written after the last checkpoint that links to no slot end (its prev is not the last)
     store.log.append(store.log.read(store.log.length - RECORD_SIZE)._replace(phy_offset=3, queue_offset=2))
@@ -60,7 +60,7 @@ def test_records_after_the_checkpoint_count_as_read_from_the_queue(tmp_path: Pat
 def test_lost_slot_write_is_relinked(tmp_path: Path) -> None:
     store = _open(tmp_path)
     store.add(7000, 1, 2, MAGIC_NORMAL, 0)
-    store.save(durable=True)
+    store.save()
     slot = store.wheel.get(7000)
     store.add(7000, 2, 2, MAGIC_NORMAL, 1)
     store.wheel.put(7000, slot.first, slot.last, slot.num)  # the wheel write did not happen
@@ -135,7 +135,7 @@ def test_a_rewrite_cut_by_a_kill_is_redone_from_the_old_log(tmp_path: Path) -> N
     store = _open(tmp_path)
     store.add(9000, 7, 1, MAGIC_NORMAL, 0)
     store.add(9000, 8, 1, MAGIC_NORMAL, 1)
-    store.save(durable=True)
+    store.save()
     path = store.log.path
     store.log.close()
     store.wheel.close()

@@ -165,7 +165,7 @@ class TimerMessageService:
 
     def persist(self) -> None:
         if self.store is not None:
-            self.store.save(durable=True)
+            self.store.save()
 
     def close(self) -> None:
         if self.store is not None:
@@ -187,7 +187,7 @@ class TimerMessageService:
             store = self.store
             assert store is not None
             if not store.compact(self.app.config.mapped_file_size_timer_log):
-                return asyncio.to_thread(store.write_save, store.prepare_save(durable=True))
+                return asyncio.to_thread(store.write_save, store.prepare_save())
         return None
 
     # ------------------------------------------------------------------ timer topic -> wheel
@@ -237,9 +237,7 @@ class TimerMessageService:
             count = self._deliver_slot(slot)
             self.store.scanned(slot)
             cp.dequeue_ms = slot + precision
-            if count:
-                delivered += count
-                self.store.save(durable=False)  # survives a kill of the process at once
+            delivered += count  # (made durable by the next periodic save, within timerFlushIntervalMs)
         self.delivered += delivered
         return delivered
 
