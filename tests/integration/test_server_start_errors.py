@@ -174,8 +174,8 @@ def test_startup_says_how_recovery_went_and_stop_is_logged(tmp_path: Path) -> No
 
     crashed = start_serve(tmp_path / "b", storePathRootDir=store)
     err = crashed.stderr_path.read_text()
-    assert f"store {store} recovered in" in err and "after a normal stop" in err
     crashed.kill()
+    assert f"store {store} recovered in" in err and "after a normal stop" in err
     again = start_serve(tmp_path / "c", storePathRootDir=store)
     assert again.stop() == 0
     err = again.stderr_path.read_text()
